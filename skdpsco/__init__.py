@@ -1,0 +1,25 @@
+"""skdpsco: differentially private linear models for scikit-learn.
+
+Models trained by the algorithms of private stochastic convex optimization, each (epsilon,
+delta)-differentially private under replace-one neighbouring datasets, with one shared
+accountant built on ``dp-accounting``.
+"""
+
+from .accounting import (
+    BudgetExceededError,
+    PrivacyAccountant,
+    get_accountant,
+    set_accountant,
+)
+from .linear_model import DPLogisticRegression, PrivacyWarning
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "BudgetExceededError",
+    "DPLogisticRegression",
+    "PrivacyAccountant",
+    "PrivacyWarning",
+    "get_accountant",
+    "set_accountant",
+]

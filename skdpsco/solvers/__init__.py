@@ -1,0 +1,93 @@
+"""Solvers: pure functions of public parameters and clipped data, no scikit-learn inside.
+
+Every algorithm is planned from public quantities only (:class:`Problem`) before the data is
+read, so that its privacy event can be checked against the budget first, and then run. The
+registry :data:`ALGORITHMS` maps the public ``algorithm=`` names of the estimators to them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._core import SolverResult
+from .snowball import plan_snowball, run_snowball
+
+__all__ = ["ALGORITHMS", "Problem", "SolverResult", "select_algorithm"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Public description of one private fit: nothing in it is computed from the rows.
+
+    Attributes
+    ----------
+    n_samples : int
+        Number of rows ``n`` (public under replace-one neighbours).
+    coef_shape : tuple of int
+        Shape of the parameter: ``(p,)`` or ``(K, p)``, intercept column included.
+    loss : skdpsco.losses.MarginLoss
+    constants : skdpsco.losses.LossConstants
+        Of ``loss`` at the public bounds.
+    radius : float
+        Radius of the domain ball.
+    epsilon, delta : float
+        Target guarantee of this fit.
+    """
+
+    n_samples: int
+    coef_shape: tuple
+    loss: object
+    constants: object
+    radius: float
+    epsilon: float
+    delta: float
+
+    @property
+    def n_params(self) -> int:
+        return int(np.prod(self.coef_shape))
+
+
+@dataclass(frozen=True)
+class SnowballSGD:
+    """Snowball-SGD (FKT20 Thm 3.5 / 3.6); see :mod:`skdpsco.solvers.snowball`."""
+
+    schedule: str
+
+    def plan(self, problem: Problem):
+        c = problem.constants
+        return plan_snowball(
+            problem.n_samples,
+            problem.n_params,
+            float(c.lipschitz),
+            float(c.smoothness) if c.smoothness is not None else 0.0,
+            float(problem.radius),
+            float(problem.epsilon),
+            float(problem.delta),
+            self.schedule,
+        )
+
+    def run(self, plan, X, y, problem: Problem, rng: np.random.Generator) -> SolverResult:
+        w0 = np.zeros(problem.coef_shape)
+        return run_snowball(plan, X, y, problem.loss, w0, problem.radius, rng)
+
+
+ALGORITHMS = {
+    "snowball": SnowballSGD("jnn"),
+    "snowball_constant": SnowballSGD("constant"),
+}
+"""Public ``algorithm=`` names and the solver each selects."""
+
+
+def select_algorithm(problem: Problem) -> str:
+    """The ``algorithm='auto'`` rule, from public quantities only.
+
+    Snowball-SGD with JNN steps is the only linear-time optimal algorithm implemented so far for
+    smooth losses (FKT20 Thm 3.6); later algorithms extend this rule with benchmark evidence.
+    """
+    if problem.constants.smoothness is None:
+        raise ValueError(
+            f"No implemented algorithm handles the non-smooth loss {problem.loss.name!r} yet."
+        )
+    return "snowball"

@@ -1,0 +1,240 @@
+"""Snowball-SGD: one-pass projected noisy SGD with growing batches (Feldman, Koren & Talwar 2020).
+
+Spec: ``shared/spec/feldman.md`` §0.4, §A1–§A4. The rows are read once, in consecutive
+disjoint batches whose sizes grow towards the end, with Gaussian noise on every averaged
+gradient; only the last iterate is released, and its privacy comes from amplification by
+iteration (:func:`skdpsco.accounting.amplification_by_iteration_rho`), a zCDP bound.
+
+Choices made here, each derived in the spec:
+
+* batch sizes are the exact privacy calibration of §A1 (``B_t`` the smallest integer with
+  ``rho_t <= rho``) rather than the closed forms of Thm 3.5 / 3.6, which are looser (§A4:
+  ``max_t rho_t / rho <= 0.76`` for the JNN closed form); leftover rows are spread over the
+  batches (larger batches only improve privacy, §A1), so every row is used exactly once;
+* the number of steps ``T`` is the largest for which the schedule fits in ``n`` rows (§A3,
+  "Choosing T from a given n");
+* the gradient noise is ``sigma = kappa L / sqrt(p)`` with the noise multiplier ``kappa`` of the
+  §A3 generalisation, chosen among public values to minimise the utility bound (Thm 3.4 / 3.2 with
+  second moment ``(1 + kappa**2) L**2``): ``(1 + kappa**2) / T`` for JNN steps and
+  ``(1 + kappa**2) (2 + ln T)**2 / T`` for constant steps. ``kappa = 1`` is the paper's choice;
+* every step obeys ``eta_t <= 2 / beta`` (FMTT Prop. 18) for the loss actually optimised: a
+  schedule whose largest step exceeds it is scaled down as a whole (batch sizes depend only on
+  step ratios, so privacy is unchanged).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..accounting import amplification_by_iteration_rho, calibrate_zcdp_rho, zcdp_event
+from ._core import SolverResult, iter_batches, margin_gradient, projected_noisy_sgd
+
+SCHEDULES = ("jnn", "constant")
+NOISE_MULTIPLIERS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
+"""Public grid of ``kappa`` values the default rule chooses from (``kappa = 1`` is FKT's)."""
+
+_CEIL_SAFETY = 1.0 + 1e-12  # feldman.md pitfall D7: round batch sizes up, robustly.
+
+
+def jnn_step_multipliers(n_steps: int) -> np.ndarray:
+    """Relative step sizes of the Jain–Nagaraj–Netrapalli schedule (FKT Def. 3.3, ``feldman.md`` §A2).
+
+    With ``k = ceil(log2 T)`` and ``T_i = T - ceil(T 2**-i)``, steps ``T_i < t <= T_{i+1}`` get
+    ``2**-i``: the first half of the steps use 1, each following block is about half as long
+    with half the step, and the last step alone uses ``2**-k``.
+    """
+    if n_steps < 1:
+        raise ValueError("n_steps must be >= 1.")
+    k = math.ceil(math.log2(n_steps)) if n_steps > 1 else 0
+    boundaries = [n_steps - math.ceil(n_steps * 2.0**-i) for i in range(k + 1)] + [n_steps]
+    multipliers = np.empty(n_steps)
+    for i in range(k + 1):
+        multipliers[boundaries[i] : boundaries[i + 1]] = 2.0**-i
+    return multipliers
+
+
+def step_multipliers(schedule: str, n_steps: int) -> np.ndarray:
+    """Relative step sizes ``m_t`` (the steps are ``eta_t = c m_t / sqrt(T)``)."""
+    if schedule == "jnn":
+        return jnn_step_multipliers(n_steps)
+    if schedule == "constant":
+        return np.ones(n_steps)
+    raise ValueError(f"schedule must be one of {SCHEDULES}; got {schedule!r}.")
+
+
+def privacy_batch_sizes(
+    multipliers: np.ndarray, n_params: int, noise_multiplier: float, rho: float
+) -> np.ndarray:
+    """Smallest batch sizes with ``rho_t <= rho`` for every step (``feldman.md`` §A1).
+
+    From :func:`~skdpsco.accounting.amplification_by_iteration_rho` with ``sigma = kappa L /
+    sqrt(p)``: ``B_t >= 2 sqrt(p) eta_t / (kappa sqrt(2 rho) sqrt(sum_{s>=t} eta_s**2))``, which
+    depends on the steps only through their ratios and not on ``L``.
+    """
+    tail = np.sqrt(np.cumsum(multipliers[::-1] ** 2)[::-1])
+    exact = 2.0 * math.sqrt(n_params) * multipliers / (noise_multiplier * math.sqrt(2.0 * rho) * tail)
+    return np.ceil(exact * _CEIL_SAFETY).astype(np.int64)
+
+
+def _rows_needed(schedule: str, n_steps: int, n_params: int, kappa: float, rho: float) -> int:
+    return int(privacy_batch_sizes(step_multipliers(schedule, n_steps), n_params, kappa, rho).sum())
+
+
+def max_steps(n_samples: int, schedule: str, n_params: int, kappa: float, rho: float) -> int:
+    """Largest ``T`` whose privacy-calibrated batches fit in ``n_samples`` rows (0 if none)."""
+    if _rows_needed(schedule, 1, n_params, kappa, rho) > n_samples:
+        return 0
+    feasible, infeasible = 1, 2
+    while infeasible <= n_samples and _rows_needed(schedule, infeasible, n_params, kappa, rho) <= n_samples:
+        feasible, infeasible = infeasible, 2 * infeasible
+    infeasible = min(infeasible, n_samples + 1)  # at least one row per step
+    while infeasible - feasible > 1:
+        mid = (feasible + infeasible) // 2
+        if _rows_needed(schedule, mid, n_params, kappa, rho) <= n_samples:
+            feasible = mid
+        else:
+            infeasible = mid
+    return feasible
+
+
+def _utility_factor(schedule: str, kappa: float, n_steps: int) -> float:
+    """Square of the excess-risk bound up to ``(D L)**2``: FKT Thm 3.4 (JNN) / Thm 3.2 (constant)."""
+    if n_steps == 0:
+        return math.inf
+    log_factor = 1.0 if schedule == "jnn" else (2.0 + math.log(n_steps)) ** 2
+    return (1.0 + kappa**2) * log_factor / n_steps
+
+
+def min_samples(n_params: int, epsilon: float, delta: float) -> int:
+    """Fewest rows for which some public noise multiplier admits one Snowball step (§A3, D8)."""
+    rho = calibrate_zcdp_rho(epsilon, delta)
+    return min(_rows_needed("constant", 1, n_params, kappa, rho) for kappa in NOISE_MULTIPLIERS)
+
+
+@dataclass(frozen=True)
+class SnowballPlan:
+    """A Snowball schedule: a function of public quantities only, fixed before the data is read."""
+
+    schedule: str
+    noise_multiplier: float
+    steps: np.ndarray
+    batch_sizes: np.ndarray
+    noise_std: float
+    rho: float
+    rho_target: float
+
+    @property
+    def dp_event(self):
+        """``rho``-zCDP event of the schedule actually run (never above ``rho_target``)."""
+        return zcdp_event(self.rho)
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.steps.size)
+
+
+@lru_cache(maxsize=256)
+def plan_snowball(
+    n_samples: int,
+    n_params: int,
+    lipschitz: float,
+    smoothness: float,
+    radius: float,
+    epsilon: float,
+    delta: float,
+    schedule: str = "jnn",
+) -> SnowballPlan:
+    """Plan a Snowball-SGD run that is (epsilon, delta)-DP under replace-one neighbours.
+
+    Parameters
+    ----------
+    n_samples, n_params : int
+        Public sizes: rows ``n`` and parameters ``p`` (all classes, intercept included).
+    lipschitz, smoothness : float
+        ``L`` and ``beta`` of the loss on the domain, from the public bounds.
+    radius : float
+        Radius ``R`` of the domain ball (diameter ``D = 2R``).
+    epsilon, delta : float
+        Target guarantee; converted to a zCDP budget by :func:`calibrate_zcdp_rho`.
+    schedule : {'jnn', 'constant'}
+        JNN steps (FKT Thm 3.6, optimal without log factor) or a constant step (Thm 3.5).
+
+    Raises
+    ------
+    ValueError
+        When ``n_samples`` is too small for a single step at this privacy level.
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}; got {schedule!r}.")
+    if not (math.isfinite(lipschitz) and lipschitz > 0 and smoothness and smoothness > 0):
+        raise ValueError("Snowball-SGD needs a Lipschitz, smooth loss on the domain (finite L and beta).")
+    rho = calibrate_zcdp_rho(epsilon, delta)
+    candidates = [(kappa, max_steps(n_samples, schedule, n_params, kappa, rho)) for kappa in NOISE_MULTIPLIERS]
+    kappa, n_steps = min(candidates, key=lambda c: _utility_factor(schedule, c[0], c[1]))
+    if n_steps == 0:
+        raise ValueError(
+            f"Snowball-SGD needs at least {min_samples(n_params, epsilon, delta)} rows for "
+            f"{n_params} parameters at epsilon={epsilon:g}, delta={delta:g}; got n_samples="
+            f"{n_samples}. Provide more rows, increase epsilon, or use fewer features."
+        )
+    multipliers = step_multipliers(schedule, n_steps)
+    batch_sizes = privacy_batch_sizes(multipliers, n_params, kappa, rho)
+    batch_sizes = _spread_leftover(batch_sizes, n_samples)
+    # FKT Thm 3.5 / 3.6 with gradient second moment (1 + kappa^2) L^2 (§A3 generalisation):
+    # constant eta = D / (L sqrt((1 + kappa^2) T)); JNN c = D / (L sqrt(1 + kappa^2)).
+    diameter = 2.0 * radius
+    steps = diameter / (lipschitz * math.sqrt((1.0 + kappa**2) * n_steps)) * multipliers
+    steps = steps * min(1.0, (2.0 / smoothness) / steps.max())  # contraction, FMTT Prop. 18
+    noise_std = kappa * lipschitz / math.sqrt(n_params)
+    achieved = amplification_by_iteration_rho(lipschitz, steps, batch_sizes, noise_std)
+    if achieved > rho * (1.0 + 1e-9):
+        raise AssertionError(f"Snowball schedule spends rho={achieved} above its target {rho}.")
+    for array in (steps, batch_sizes):
+        array.setflags(write=False)
+    return SnowballPlan(schedule, kappa, steps, batch_sizes, noise_std, achieved, rho)
+
+
+def _spread_leftover(batch_sizes: np.ndarray, n_samples: int) -> np.ndarray:
+    """Give the rows the schedule does not need to the batches, evenly, later batches first."""
+    leftover = n_samples - int(batch_sizes.sum())
+    extra = np.full(batch_sizes.size, leftover // batch_sizes.size, dtype=np.int64)
+    extra[batch_sizes.size - leftover % batch_sizes.size :] += 1
+    return batch_sizes + extra
+
+
+def run_snowball(
+    plan: SnowballPlan, X: np.ndarray, y: np.ndarray, loss, w0: np.ndarray, radius: float, rng: np.random.Generator
+) -> SolverResult:
+    """Run a planned Snowball-SGD pass over ``(X, y)`` (rows already clipped to the public bound).
+
+    The rows are read in a uniformly random order drawn from ``rng`` before any gradient is
+    taken; the noise comes from an independent child generator (``feldman.md`` pitfall D16).
+    """
+    if X.shape[0] != int(plan.batch_sizes.sum()):
+        raise ValueError(f"The plan is for {int(plan.batch_sizes.sum())} rows; got {X.shape[0]}.")
+    order_rng, noise_rng = rng.spawn(2)
+    order = order_rng.permutation(X.shape[0])
+    coef = projected_noisy_sgd(
+        margin_gradient(loss),
+        iter_batches(X, y, order, plan.batch_sizes),
+        plan.steps,
+        np.full(plan.n_steps, plan.noise_std),
+        w0,
+        radius,
+        noise_rng,
+    )
+    info = {
+        "schedule": plan.schedule,
+        "n_steps": plan.n_steps,
+        "noise_multiplier": plan.noise_multiplier,
+        "noise_std": plan.noise_std,
+        "first_batch_size": int(plan.batch_sizes[0]),
+        "last_batch_size": int(plan.batch_sizes[-1]),
+        "max_step": float(plan.steps.max()),
+        "rho": plan.rho,
+    }
+    return SolverResult(coef=coef, dp_event=plan.dp_event, n_gradients=int(plan.batch_sizes.sum()), info=info)

@@ -1,0 +1,239 @@
+import math
+import pickle
+import threading
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting import pld, rdp
+from scipy.optimize import brentq
+from scipy.stats import norm
+from sklearn.base import clone
+
+from skdpsco import BudgetExceededError, PrivacyAccountant, get_accountant, set_accountant
+from skdpsco.accounting import (
+    amplification_by_iteration_rho,
+    calibrate_noise,
+    calibrate_zcdp_rho,
+    epsilon_of,
+    gaussian_event,
+    zcdp_event,
+)
+
+REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
+
+
+def analytic_gaussian_epsilon(mu, delta):
+    """Exact epsilon of a mu-GDP mechanism (Balle & Wang 2018; feldman.md §0.3 C4)."""
+
+    def gap(eps):
+        return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2) - delta
+
+    return brentq(gap, 0.0, 200.0)
+
+
+def cks_zcdp_epsilon(rho, delta):
+    """Canonne–Kamath–Steinke Prop. 12, minimised over a continuous order (feldman.md §0.3 C3)."""
+    alphas = 1.0 + np.geomspace(1e-3, 1e5, 200_000)
+    eps = rho * alphas + np.log1p(-1 / alphas) - (math.log(delta) + np.log(alphas)) / (alphas - 1)
+    return float(eps.min())
+
+
+# -- dp-accounting's Gaussian sensitivity convention under REPLACE_ONE, pinned ---------------------
+
+
+@pytest.mark.parametrize("z", [0.5, 1.0, 4.0])
+def test_rdp_accountant_reads_gaussian_multiplier_as_sigma_over_full_replace_sensitivity(z):
+    accountant = rdp.RdpAccountant(orders=[1.5, 2.0, 8.0, 32.0], neighboring_relation=REPLACE_ONE)
+    accountant.compose(dp_accounting.GaussianDpEvent(z))
+    orders = np.array([1.5, 2.0, 8.0, 32.0])
+    # closed form eps(alpha) = alpha Delta^2 / (2 sigma^2) with Delta = 1, sigma = z
+    np.testing.assert_allclose(accountant.rdp, orders / (2 * z**2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("z", [1.0, 4.0])
+def test_pld_accountant_reads_gaussian_multiplier_with_doubled_sensitivity(z):
+    accountant = pld.PLDAccountant(REPLACE_ONE, value_discretization_interval=1e-4)
+    accountant.compose(dp_accounting.GaussianDpEvent(z))
+    eps = accountant.get_epsilon(1e-5)
+    assert eps == pytest.approx(analytic_gaussian_epsilon(2.0 / z, 1e-5), rel=1e-3)
+    assert eps > 1.5 * analytic_gaussian_epsilon(1.0 / z, 1e-5)
+
+
+@pytest.mark.parametrize("sigma,sensitivity", [(4.0, 1.0), (3.0, 2.0), (0.8, 0.5)])
+def test_epsilon_of_gaussian_event_is_the_exact_gaussian_curve(sigma, sensitivity):
+    eps = epsilon_of(gaussian_event(sigma, sensitivity), 1e-5)
+    exact = analytic_gaussian_epsilon(sensitivity / sigma, 1e-5)
+    assert exact <= eps <= exact * (1 + 1e-3) + 1e-6
+
+
+def test_epsilon_of_matches_closed_form_rdp_for_composed_gaussian_and_zcdp():
+    # sigma/Delta = 2 is (alpha/8)-RDP, i.e. 1/8-zCDP; composed with 0.1-zCDP gives 0.225-zCDP.
+    event = dp_accounting.ComposedDpEvent([gaussian_event(2.0, 1.0), zcdp_event(0.1)])
+    eps = epsilon_of(event, 1e-6)
+    assert eps == pytest.approx(cks_zcdp_epsilon(0.225, 1e-6), rel=2e-3)
+    assert eps >= cks_zcdp_epsilon(0.225, 1e-6) - 1e-9
+
+
+def test_epsilon_of_rejects_bad_delta_and_unsupported_events():
+    with pytest.raises(ValueError, match="delta"):
+        epsilon_of(zcdp_event(0.1), 0.0)
+    with pytest.raises(ValueError, match="No accountant supports"):
+        epsilon_of(dp_accounting.UnsupportedDpEvent(), 1e-5)
+    assert epsilon_of(dp_accounting.NonPrivateDpEvent(), 1e-5) == math.inf
+
+
+# -- calibration ----------------------------------------------------------------------------------
+
+# feldman.md §0.3 reference values: (epsilon, delta, rho_z by C3, mu by C4)
+SPEC_FIXTURES = [
+    (0.5, 1e-5, 0.008506, 0.14221),
+    (1.0, 1e-5, 0.030557, 0.26805),
+    (2.0, 1e-6, 0.088153, 0.44833),
+    (8.0, 1e-5, 1.229715, 1.66603),
+]
+
+
+@pytest.mark.parametrize("epsilon,delta,rho_ref,mu_ref", SPEC_FIXTURES)
+def test_calibrate_zcdp_rho_reproduces_spec_table(epsilon, delta, rho_ref, mu_ref):
+    rho = calibrate_zcdp_rho(epsilon, delta)
+    assert rho == pytest.approx(rho_ref, rel=5e-4)
+    assert epsilon_of(zcdp_event(rho), delta) <= epsilon
+    assert epsilon_of(zcdp_event(rho * 1.01), delta) > epsilon  # the largest, not just a valid one
+
+
+@pytest.mark.parametrize("epsilon,delta,rho_ref,mu_ref", SPEC_FIXTURES)
+def test_calibrate_noise_gaussian_reproduces_spec_table(epsilon, delta, rho_ref, mu_ref):
+    sigma = calibrate_noise(lambda s: gaussian_event(s, 1.0), epsilon, delta)
+    assert 1.0 / sigma == pytest.approx(mu_ref, rel=1e-3)
+    assert epsilon_of(gaussian_event(sigma, 1.0), delta) <= epsilon
+    assert epsilon_of(gaussian_event(sigma * 0.99, 1.0), delta) > epsilon  # the smallest noise
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.inf, math.nan])
+def test_calibration_rejects_bad_epsilon(bad):
+    with pytest.raises(ValueError, match="epsilon"):
+        calibrate_zcdp_rho(bad, 1e-5)
+
+
+# -- amplification by iteration ---------------------------------------------------------------------
+
+
+def test_pabi_rho_single_step_is_the_gaussian_mechanism():
+    # One step, batch 1: shift 2 L eta, noise eta sigma => rho = (2L)^2 / (2 sigma^2).
+    assert amplification_by_iteration_rho(1.5, [0.3], [1], 2.0) == pytest.approx(4 * 1.5**2 / (2 * 4.0))
+
+
+def test_pabi_rho_constant_schedule_matches_fmtt_theorem_23_worst_index():
+    # Batch 1, constant step: the last record has no amplification: rho = 2 L^2 / sigma^2 (§B2),
+    # and the first record gets 2 L^2 / (sigma^2 T).
+    T, L, sigma = 50, 1.0, 3.0
+    rho = amplification_by_iteration_rho(L, np.full(T, 0.1), np.ones(T), sigma)
+    assert rho == pytest.approx(2 * L**2 / sigma**2)
+    first_only = amplification_by_iteration_rho(L, np.full(T, 0.1), np.r_[1, np.full(T - 1, 1e12)], sigma)
+    assert first_only == pytest.approx(2 * L**2 / (sigma**2 * T), rel=1e-6)
+
+
+def test_pabi_rho_rejects_inconsistent_schedules():
+    with pytest.raises(ValueError):
+        amplification_by_iteration_rho(1.0, [0.1, 0.1], [1], 1.0)
+    with pytest.raises(ValueError):
+        amplification_by_iteration_rho(1.0, [0.1], [0], 1.0)
+
+
+# -- PrivacyAccountant ------------------------------------------------------------------------------
+
+
+def charge(accountant, event, eps=1.0, delta=1e-6, name="Est"):
+    return accountant.charge(event, estimator=name, params={"epsilon": eps}, epsilon=eps, delta=delta)
+
+
+def test_accountant_composes_and_reports_spent():
+    accountant = PrivacyAccountant(epsilon=3.0, delta=1e-5)
+    assert accountant.spent() == (0.0, 0.0)
+    rho = calibrate_zcdp_rho(1.0, 1e-5)
+    charge(accountant, zcdp_event(rho))
+    charge(accountant, zcdp_event(rho))
+    eps, delta = accountant.spent()
+    assert delta == 1e-5
+    # zCDP composes additively, so two fits cost less than 2 x 1.0 but more than one.
+    assert eps == pytest.approx(epsilon_of(zcdp_event(2 * rho), 1e-5))
+    assert 1.0 < eps < 2.0
+    assert [r.estimator for r in accountant.history] == ["Est", "Est"]
+    assert accountant.remaining() == pytest.approx(3.0 - eps)
+
+
+def test_accountant_refuses_fit_beyond_budget_and_records_nothing():
+    accountant = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    rho = calibrate_zcdp_rho(1.0, 1e-5)
+    charge(accountant, zcdp_event(rho))
+    before = accountant.history
+    with pytest.raises(BudgetExceededError, match="budget epsilon=1"):
+        charge(accountant, zcdp_event(rho / 100))
+    assert accountant.history == before
+
+
+def test_accountant_without_budget_reports_at_summed_delta():
+    accountant = PrivacyAccountant()
+    charge(accountant, gaussian_event(4.0, 1.0), delta=1e-6)
+    charge(accountant, gaussian_event(4.0, 1.0), delta=2e-6)
+    eps, delta = accountant.spent()
+    assert delta == pytest.approx(3e-6)
+    assert eps == pytest.approx(epsilon_of(gaussian_event(4.0 / math.sqrt(2), 1.0), 3e-6), rel=1e-3)
+    assert accountant.remaining() is None
+
+
+def test_accountant_budget_needs_delta():
+    with pytest.raises(ValueError, match="delta is required"):
+        PrivacyAccountant(epsilon=1.0)
+    with pytest.raises(ValueError, match="delta"):
+        PrivacyAccountant(epsilon=1.0, delta=1.5)
+
+
+def test_accountant_context_manager_sets_and_restores_default():
+    outer = get_accountant()
+    with PrivacyAccountant() as first:
+        assert get_accountant() is first
+        with PrivacyAccountant() as second:
+            assert get_accountant() is second
+        assert get_accountant() is first
+    assert get_accountant() is outer
+
+
+def test_set_accountant_returns_previous_and_type_checks():
+    mine = PrivacyAccountant()
+    previous = set_accountant(mine)
+    try:
+        assert get_accountant() is mine
+    finally:
+        set_accountant(previous)
+    with pytest.raises(TypeError):
+        set_accountant("ledger")
+
+
+def test_accountant_is_shared_by_clone_and_survives_pickling():
+    accountant = PrivacyAccountant(epsilon=2.0, delta=1e-5)
+    assert clone(accountant) is accountant
+    charge(accountant, zcdp_event(0.01))
+    copy = pickle.loads(pickle.dumps(accountant))
+    assert len(copy.history) == 1 and copy.spent() == accountant.spent()
+
+
+def test_accountant_charges_atomically_across_threads():
+    accountant = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    rho = calibrate_zcdp_rho(1.0, 1e-5) / 4.0  # room for exactly four such fits
+    errors = []
+
+    def worker():
+        try:
+            charge(accountant, zcdp_event(rho))
+        except BudgetExceededError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(accountant.history) == 4 and len(errors) == 4
+    assert accountant.spent()[0] <= 1.0
