@@ -1,0 +1,234 @@
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_iris, make_classification
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import Normalizer
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skdpsco import BudgetExceededError, DPLogisticRegression, PrivacyAccountant, PrivacyWarning
+from skdpsco.accounting import epsilon_of
+
+SKIPPED_BY_SCIKIT_LEARN = {
+    # scikit-learn skips these itself when optional packages are absent; neither is a privacy matter.
+    "check_array_api_input": "needs array-api-strict and SCIPY_ARRAY_API=1",
+    "check_classifier_data_not_an_array": "needs pandas, not a dependency of skdpsco",
+}
+
+
+@parametrize_with_checks([DPLogisticRegression()])
+def test_scikit_learn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*SkipTest.*")
+        try:
+            check(estimator)
+        except Exception as exc:  # noqa: BLE001 - re-raised unless scikit-learn skipped it
+            if type(exc).__name__ == "SkipTest" and any(name in str(check) for name in SKIPPED_BY_SCIKIT_LEARN):
+                pytest.skip(str(exc))
+            raise
+
+
+@pytest.fixture(scope="module")
+def binary_data():
+    X, y = make_classification(n_samples=3000, n_features=5, n_informative=3, random_state=0)
+    return X / np.linalg.norm(X, axis=1).max(), y
+
+
+def test_fit_sets_public_attributes_and_spends_at_most_the_target(binary_data):
+    X, y = binary_data
+    ledger = PrivacyAccountant()
+    model = DPLogisticRegression(epsilon=0.7, delta=1e-6, random_state=0, accountant=ledger).fit(X, y)
+    assert model.coef_.shape == (1, 5) and model.intercept_.shape == (1,)
+    assert model.algorithm_ == "snowball"
+    assert model.epsilon_ <= 0.7 and model.delta_ == 1e-6
+    assert model.epsilon_ == pytest.approx(epsilon_of(model.dp_event_, 1e-6))
+    assert model.n_gradients_ == X.shape[0]  # one pass: one gradient per row
+    assert ledger.history[-1].event == model.dp_event_
+    assert np.linalg.norm(np.r_[model.coef_.ravel(), model.intercept_ / model.data_norm]) <= model.radius + 1e-9
+
+
+def test_fit_is_reproducible_with_a_seed_and_random_without(binary_data):
+    X, y = binary_data
+    a = DPLogisticRegression(random_state=3).fit(X, y).coef_
+    b = DPLogisticRegression(random_state=3).fit(X, y).coef_
+    c = DPLogisticRegression(random_state=4).fit(X, y).coef_
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_fitted_attributes_do_not_depend_on_the_data_beyond_the_model(binary_data):
+    # Two datasets with the same public shape: the same attribute names, and identical public
+    # diagnostics (schedule), so nothing but coef_/intercept_ carries information about the rows.
+    X, y = binary_data
+    first = DPLogisticRegression(random_state=0).fit(X, y)
+    second = DPLogisticRegression(random_state=0).fit(-X[::-1], 1 - y)
+    assert set(vars(first)) == set(vars(second))
+    assert first.solver_info_ == second.solver_info_
+    for name in ("epsilon_", "delta_", "n_gradients_", "algorithm_", "dp_event_"):
+        assert getattr(first, name) == getattr(second, name)
+
+
+def test_learns_a_well_separated_problem_close_to_non_private():
+    rng = np.random.default_rng(0)
+    n, d = 40_000, 5
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    w = np.array([4.0, -3.0, 2.0, 0.0, 0.0])
+    y = (rng.random(n) < 1 / (1 + np.exp(-X @ w))).astype(int)
+    X_test, y_test = X[:10_000], y[:10_000]
+    X_train, y_train = X[10_000:], y[10_000:]
+    reference = LogisticRegression().fit(X_train, y_train).score(X_test, y_test)
+    private = DPLogisticRegression(epsilon=2.0, delta=1e-6, random_state=0).fit(X_train, y_train)
+    assert private.score(X_test, y_test) >= reference - 0.03
+
+
+def test_multiclass_is_one_multinomial_release():
+    X, y = load_iris(return_X_y=True)
+    ledger = PrivacyAccountant()
+    model = make_pipeline(Normalizer(), DPLogisticRegression(epsilon=5.0, random_state=0, accountant=ledger)).fit(X, y)
+    clf = model[-1]
+    assert clf.coef_.shape == (3, 4) and clf.intercept_.shape == (3,)
+    assert len(ledger.history) == 1
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_allclose(model.predict_log_proba(X), np.log(proba), atol=1e-12)
+    np.testing.assert_array_equal(model.predict(X), clf.classes_[proba.argmax(axis=1)])
+
+
+def test_binary_probabilities_match_decision_function(binary_data):
+    X, y = binary_data
+    model = DPLogisticRegression(random_state=0).fit(X, y)
+    scores = model.decision_function(X)
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba[:, 1], 1 / (1 + np.exp(-scores)))
+    np.testing.assert_allclose(model.predict_log_proba(X), np.log(proba), atol=1e-12)
+    np.testing.assert_array_equal(model.predict(X), np.where(scores > 0, model.classes_[1], model.classes_[0]))
+
+
+def test_works_in_pipeline_grid_search_and_cross_validation_and_records_every_fit():
+    X, y = load_breast_cancer(return_X_y=True)
+    ledger = PrivacyAccountant()
+    pipe = make_pipeline(Normalizer(), DPLogisticRegression(epsilon=1.0, random_state=0, accountant=ledger))
+    scores = cross_val_score(pipe, X, y, cv=3)
+    assert scores.shape == (3,) and len(ledger.history) == 3
+    search = GridSearchCV(pipe, {"dplogisticregression__radius": [1.0, 10.0]}, cv=2).fit(X, y)
+    # 2 candidates x 2 folds + the refit
+    assert len(ledger.history) == 3 + 5
+    assert search.best_estimator_[-1].accountant is ledger
+    assert ledger.spent()[0] > 1.0  # the search cost more than one fit
+
+
+def test_clone_and_pickle_round_trip(binary_data):
+    X, y = binary_data
+    model = DPLogisticRegression(epsilon=2.0, radius=3.0, random_state=1).fit(X, y)
+    copy = clone(model)
+    assert copy.get_params() == model.get_params() and not hasattr(copy, "coef_")
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
+
+
+def test_classes_parameter_declares_the_public_label_set(binary_data):
+    X, y = binary_data
+    only_ones = y == 1
+    model = DPLogisticRegression(classes=[0, 1], random_state=0).fit(X[only_ones], y[only_ones])
+    np.testing.assert_array_equal(model.classes_, [0, 1])
+    with pytest.raises(ValueError, match=r"labels \[2\].*classes="):
+        DPLogisticRegression(classes=[0, 1]).fit(X, np.where(y == 1, 2, 0))
+
+
+def test_budget_exceeded_refuses_before_fitting_and_leaves_no_model(binary_data):
+    X, y = binary_data
+    ledger = PrivacyAccountant(epsilon=1.2, delta=1e-5)
+    model = DPLogisticRegression(epsilon=1.0, delta=1e-5, accountant=ledger, random_state=0).fit(X, y)
+    with pytest.raises(BudgetExceededError, match="budget epsilon=1.2"):
+        model.fit(X, y)
+    assert len(ledger.history) == 1
+    with pytest.raises(NotFittedError):
+        model.predict(X)
+
+
+def test_shared_default_accountant_records_fits(binary_data):
+    X, y = binary_data
+    with PrivacyAccountant(epsilon=10.0, delta=1e-5) as ledger:
+        DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
+        DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
+    assert len(ledger.history) == 2 and 1.0 < ledger.spent()[0] < 2.0
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": -1.0}, "epsilon"),
+        ({"delta": 0.0}, "delta"),
+        ({"delta": 1.0}, "delta"),
+        ({"data_norm": 0.0}, "data_norm"),
+        ({"radius": -2.0}, "radius"),
+        ({"algorithm": "sgd"}, "algorithm"),
+        ({"accountant": "ledger"}, "accountant"),
+    ],
+)
+def test_bad_parameters_are_named(binary_data, params, match):
+    X, y = binary_data
+    with pytest.raises(ValueError, match=match):
+        DPLogisticRegression(**params).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "X,y,match",
+    [
+        (np.array([[np.nan, 1.0], [0.0, 1.0]]), [0, 1], "NaN"),
+        (np.array([[np.inf, 1.0], [0.0, 1.0]]), [0, 1], "infinity"),
+        (np.ones((3, 2)), [0, 1], "inconsistent numbers of samples"),
+        (np.ones((1, 2)), [0], "1 sample"),
+        (np.ones((0, 2)), [], "0 sample"),
+        (np.ones((4, 2)), [1, 1, 1, 1], "only one class"),
+        (np.ones((4, 2)), [0.5, 1.5, 2.5, 3.5], "Unknown label type"),
+        (sp.random(10, 3, density=0.5, format="csr", random_state=0), [0, 1] * 5, "dense data is required"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(X, y, match):
+    with pytest.raises((ValueError, TypeError), match=match):  # TypeError: scikit-learn's, for sparse X
+        DPLogisticRegression().fit(X, np.asarray(y))
+
+
+def test_too_few_rows_for_the_schedule_names_the_minimum():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 30)), np.tile([0, 1], 10)
+    ledger = PrivacyAccountant()
+    with pytest.raises(ValueError, match=r"at least \d+ rows.*n_samples=20"):
+        DPLogisticRegression(epsilon=0.1, accountant=ledger).fit(X, y)
+    assert ledger.history == ()  # refused before anything was charged
+
+
+def test_large_delta_warns(binary_data):
+    X, y = binary_data
+    with pytest.warns(PrivacyWarning, match="not smaller than 1/n_samples"):
+        DPLogisticRegression(delta=1e-3, random_state=0).fit(X, y)
+
+
+def test_failed_refit_discards_the_previous_model(binary_data):
+    X, y = binary_data
+    model = DPLogisticRegression(random_state=0).fit(X, y)
+    with pytest.raises(ValueError):
+        model.fit(np.full_like(X, np.nan), y)
+    with pytest.raises(NotFittedError):
+        model.predict(X)
+
+
+def test_rows_are_clipped_to_data_norm(binary_data):
+    # Scaling rows beyond the bound changes nothing: they are clipped to the same sphere.
+    X, y = binary_data
+    X_unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    a = DPLogisticRegression(random_state=0).fit(X_unit, y)
+    b = DPLogisticRegression(random_state=0).fit(X_unit * 50.0, y)
+    np.testing.assert_allclose(a.coef_, b.coef_)
+    assert math.isclose(a.intercept_[0], b.intercept_[0])
