@@ -7,6 +7,7 @@ registry :data:`ALGORITHMS` maps the public ``algorithm=`` names of the estimato
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,7 +62,7 @@ class SnowballSGD:
             problem.n_samples,
             problem.n_params,
             float(c.lipschitz),
-            float(c.smoothness) if c.smoothness is not None else 0.0,
+            float(c.smoothness) if c.smoothness is not None else math.inf,
             float(problem.radius),
             float(problem.epsilon),
             float(problem.delta),
@@ -86,8 +87,10 @@ def select_algorithm(problem: Problem) -> str:
     Snowball-SGD with JNN steps is the only linear-time optimal algorithm implemented so far for
     smooth losses (FKT20 Thm 3.6); later algorithms extend this rule with benchmark evidence.
     """
-    if problem.constants.smoothness is None:
+    smoothness = problem.constants.smoothness
+    if smoothness is None or not np.isfinite(smoothness):
         raise ValueError(
-            f"No implemented algorithm handles the non-smooth loss {problem.loss.name!r} yet."
+            f"No implemented algorithm handles the loss {problem.loss.name!r}, whose gradient is not "
+            "Lipschitz, yet."
         )
     return "snowball"

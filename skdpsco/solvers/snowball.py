@@ -170,7 +170,7 @@ def plan_snowball(
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}; got {schedule!r}.")
-    if not (math.isfinite(lipschitz) and lipschitz > 0 and smoothness and smoothness > 0):
+    if not (0 < lipschitz < math.inf and 0 < smoothness < math.inf):
         raise ValueError("Snowball-SGD needs a Lipschitz, smooth loss on the domain (finite L and beta).")
     rho = calibrate_zcdp_rho(epsilon, delta)
     candidates = [(kappa, max_steps(n_samples, schedule, n_params, kappa, rho)) for kappa in NOISE_MULTIPLIERS]
@@ -207,17 +207,27 @@ def _spread_leftover(batch_sizes: np.ndarray, n_samples: int) -> np.ndarray:
 
 
 def run_snowball(
-    plan: SnowballPlan, X: np.ndarray, y: np.ndarray, loss, w0: np.ndarray, radius: float, rng: np.random.Generator
+    plan: SnowballPlan,
+    X: np.ndarray,
+    y: np.ndarray,
+    loss,
+    w0: np.ndarray,
+    radius: float,
+    rng: np.random.Generator,
+    order: np.ndarray | None = None,
 ) -> SolverResult:
     """Run a planned Snowball-SGD pass over ``(X, y)`` (rows already clipped to the public bound).
 
     The rows are read in a uniformly random order drawn from ``rng`` before any gradient is
-    taken; the noise comes from an independent child generator (``feldman.md`` pitfall D16).
+    taken, or in the given ``order``, which must not depend on the data (the guarantee holds
+    for every fixed order, ``feldman.md`` pitfall D5; audits use it to place the differing row
+    in the worst batch). The noise comes from an independent child generator (pitfall D16).
     """
     if X.shape[0] != int(plan.batch_sizes.sum()):
         raise ValueError(f"The plan is for {int(plan.batch_sizes.sum())} rows; got {X.shape[0]}.")
     order_rng, noise_rng = rng.spawn(2)
-    order = order_rng.permutation(X.shape[0])
+    if order is None:
+        order = order_rng.permutation(X.shape[0])
     coef = projected_noisy_sgd(
         margin_gradient(loss),
         iter_batches(X, y, order, plan.batch_sizes),
