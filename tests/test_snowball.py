@@ -154,3 +154,14 @@ def test_projected_noisy_sgd_refuses_a_schedule_that_does_not_match_the_batches(
 def test_plan_rejects_non_smooth_or_unbounded_curvature(smoothness):
     with pytest.raises(ValueError, match="smooth"):
         plan_snowball(1000, 3, 1.0, smoothness, 1.0, 1.0, 1e-5, "jnn")
+
+
+def test_projected_noisy_sgd_can_average_the_points_where_gradients_were_taken():
+    # Gradient w - 1 with step 0.5: iterates 0, 0.5, 0.75 (gradients taken there), last 0.875.
+    gradient = lambda w, X, y: w - 1.0  # noqa: E731
+    batches = iter_batches(np.zeros((3, 1)), np.zeros(3), np.arange(3), [1, 1, 1])
+    args = (np.full(3, 0.5), np.zeros(3), np.zeros(1), None, np.random.default_rng(0))
+    mean = projected_noisy_sgd(gradient, batches, *args, average=True)
+    np.testing.assert_allclose(mean, [(0 + 0.5 + 0.75) / 3])
+    batches = iter_batches(np.zeros((3, 1)), np.zeros(3), np.arange(3), [1, 1, 1])
+    np.testing.assert_allclose(projected_noisy_sgd(gradient, batches, *args), [0.875])

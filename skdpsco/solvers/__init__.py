@@ -35,6 +35,10 @@ class Problem:
         Radius of the domain ball.
     epsilon, delta : float
         Target guarantee of this fit.
+    l2_penalty : float
+        Coefficient ``lambda`` of an explicit ridge term ``lambda ||w||**2 / 2`` added to the
+        per-row loss (0 for none). ``constants`` describe the loss without it: a solver that
+        uses the penalty adds ``lambda R`` to ``L`` and ``lambda`` to ``beta`` (``feldman.md`` §A8).
     """
 
     n_samples: int
@@ -44,6 +48,7 @@ class Problem:
     radius: float
     epsilon: float
     delta: float
+    l2_penalty: float = 0.0
 
     @property
     def n_params(self) -> int:

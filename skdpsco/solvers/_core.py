@@ -82,8 +82,14 @@ def projected_noisy_sgd(
     w0: np.ndarray,
     radius: float | None,
     rng: np.random.Generator,
+    average: bool = False,
 ) -> np.ndarray:
     """Run ``w <- Pi_K(w - eta_t (g_t + xi_t))`` over the batches and return the last iterate.
+
+    With ``average=True`` return instead the mean of the points at which the gradients were
+    taken (``w_0 .. w_{T-1}``, ``feldman.md`` §A6). Averaging is only for algorithms whose
+    privacy comes from output perturbation: an amplification-by-iteration guarantee covers the
+    last iterate alone (FKT20 §6, ``feldman.md`` §A9), and those solvers never ask for it.
 
     Parameters
     ----------
@@ -102,16 +108,18 @@ def projected_noisy_sgd(
         Source of the noise, independent of the batch order.
     """
     w = np.array(w0, dtype=float)
+    total = np.zeros_like(w)
     for (X_batch, y_batch), eta, sigma in zip(batches, steps, noise_stds, strict=True):
+        total += w
         g = gradient(w, X_batch, y_batch)
         if sigma > 0:
             g = g + gaussian_noise(rng, sigma, w.shape)
         w = project_to_ball(w - eta * g, radius)
-    return w
+    return total / len(steps) if average else w
 
 
-def margin_gradient(loss) -> GradientFn:
-    """Batch-averaged gradient in ``w`` of ``loss(<w, x>, y)`` for a linear model.
+def margin_gradient(loss, l2_penalty: float = 0.0) -> GradientFn:
+    """Batch-averaged gradient in ``w`` of ``loss(<w, x>, y) + l2_penalty ||w||**2 / 2``.
 
     ``w`` has shape (p,) for binary and regression losses and (K, p) for multiclass losses; the
     gradient of a row is ``loss.derivative(z, y) x`` (outer product for multiclass).
@@ -119,6 +127,7 @@ def margin_gradient(loss) -> GradientFn:
 
     def gradient(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         z = X @ w.T
-        return loss.derivative(z, y).T @ X / X.shape[0]
+        g = loss.derivative(z, y).T @ X / X.shape[0]
+        return g + l2_penalty * w if l2_penalty else g
 
     return gradient
