@@ -232,3 +232,13 @@ def test_rows_are_clipped_to_data_norm(binary_data):
     b = DPLogisticRegression(random_state=0).fit(X_unit * 50.0, y)
     np.testing.assert_allclose(a.coef_, b.coef_)
     assert math.isclose(a.intercept_[0], b.intercept_[0])
+
+
+def test_l2_penalty_enters_the_constants_and_shrinks_the_model(binary_data):
+    X, y = binary_data
+    plain = DPLogisticRegression(epsilon=5.0, random_state=0).fit(X, y)
+    ridge = DPLogisticRegression(epsilon=5.0, alpha=1.0, random_state=0).fit(X, y)
+    # L grows by alpha * R, so the (public) steps of the same schedule shrink
+    assert ridge.solver_info_["max_step"] < plain.solver_info_["max_step"]
+    assert ridge.epsilon_ <= 5.0
+    assert np.linalg.norm(ridge.coef_) < np.linalg.norm(plain.coef_)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import skdpsco.solvers._core as core
+from skdpsco.solvers._core import margin_gradient
 from skdpsco import DPLogisticRegression, PrivacyAccountant
 from skdpsco.audit import audit_mechanism
 from skdpsco.losses import LogisticLoss
@@ -47,7 +48,7 @@ def snowball_run(n, epsilon):
 
     def run(dataset, seed):
         X, y = dataset
-        result = run_snowball(plan, X, y, loss, np.zeros(1), 10.0, np.random.default_rng(seed), order=order)
+        result = run_snowball(plan, X, y, margin_gradient(loss), np.zeros(1), 10.0, np.random.default_rng(seed), order=order)
         return result.coef[0]
 
     return run

@@ -11,12 +11,15 @@ import numbers
 import warnings
 from abc import abstractmethod
 
+import dp_accounting
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from ..accounting import PrivacyAccountant, epsilon_of, get_accountant
+from ..accounting import PrivacyAccountant, calibrate_noise, epsilon_of, get_accountant
 from ..solvers import ALGORITHMS, Problem, select_algorithm
 from ..solvers._core import clip_rows
 
@@ -32,18 +35,25 @@ def _generator(random_state) -> np.random.Generator:
     return np.random.default_rng(random_state)
 
 
+def _composed(event, count: int):
+    return event if count == 1 else dp_accounting.SelfComposedDpEvent(event, count)
+
+
 class BaseDPLinearModel(BaseEstimator):
     """Base of the private linear models: parameters, validation, planning, accounting.
 
-    Subclasses define the loss (:meth:`_make_loss`), the label encoding and the prediction
-    methods.
+    Subclasses define the loss (:meth:`_make_loss`), the target encoding, the tasks (one model,
+    or one binary model per class) and the prediction methods.
     """
+
+    _numeric_targets = True
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
         "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
         "data_norm": [Interval(numbers.Real, 0, None, closed="neither")],
         "radius": [Interval(numbers.Real, 0, None, closed="neither")],
+        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
         "algorithm": [StrOptions({"auto", *ALGORITHMS})],
         "random_state": ["random_state"],
@@ -51,7 +61,6 @@ class BaseDPLinearModel(BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    @abstractmethod
     def __init__(
         self,
         *,
@@ -59,6 +68,7 @@ class BaseDPLinearModel(BaseEstimator):
         delta=1e-5,
         data_norm=1.0,
         radius=10.0,
+        alpha=0.0,
         fit_intercept=True,
         algorithm="auto",
         random_state=None,
@@ -69,6 +79,7 @@ class BaseDPLinearModel(BaseEstimator):
         self.delta = delta
         self.data_norm = data_norm
         self.radius = radius
+        self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.algorithm = algorithm
         self.random_state = random_state
@@ -78,23 +89,35 @@ class BaseDPLinearModel(BaseEstimator):
     # -- hooks ----------------------------------------------------------------------------
     @abstractmethod
     def _make_loss(self):
-        """The :class:`~skdpsco.losses.MarginLoss` to minimise, from the fitted label set."""
+        """The :class:`~skdpsco.losses.MarginLoss` of one task."""
 
     @abstractmethod
     def _encode_targets(self, y: np.ndarray) -> np.ndarray:
-        """Targets in the loss's encoding; sets label attributes such as ``classes_``."""
+        """Targets for the loss; sets label attributes such as ``classes_``."""
 
-    @abstractmethod
+    def _tasks(self, targets: np.ndarray) -> list[np.ndarray]:
+        """Targets of the independent models fitted on the same rows (one by default)."""
+        return [targets]
+
     def _coef_shape(self, n_columns: int) -> tuple:
-        """Shape of the parameter for ``n_columns`` (intercept column included)."""
+        """Shape of one task's parameter for ``n_columns`` (intercept column included)."""
+        return (n_columns,)
 
     def _loss_bounds(self) -> dict:
         """Public bounds other than the row norm that the loss constants need (e.g. ``y_bound``)."""
         return {}
 
+    def _smoothed(self, loss, problem: Problem):
+        """The loss a solver that needs a Lipschitz gradient optimises instead of ``loss``."""
+        raise ValueError(
+            f"The algorithm {self.algorithm!r} needs a loss with a Lipschitz gradient; "
+            f"{loss.name!r} has none."
+        )
+
     # -- fitting --------------------------------------------------------------------------
     def _fit_private(self, X, y):
         """Validate, plan, charge and fit; leaves no fitted state behind on failure."""
+        self._validate_params()
         try:
             self._fit_steps(X, y)
         except BaseException:
@@ -113,55 +136,82 @@ class BaseDPLinearModel(BaseEstimator):
         margins unchanged."""
         return float(self.data_norm) * (np.sqrt(2.0) if self.fit_intercept else 1.0)
 
-    def _fit_steps(self, X, y) -> None:
-        X, y = validate_data(
-            self, X, y, accept_sparse=False, dtype=np.float64, ensure_min_samples=2, y_numeric=False
-        )
-        targets = self._encode_targets(y)
-        n_samples, n_features = X.shape
-        loss = self._make_loss()
-        problem = Problem(
+    def _problem(self, n_samples: int, n_columns: int, loss, epsilon: float) -> Problem:
+        return Problem(
             n_samples=n_samples,
-            coef_shape=self._coef_shape(n_features + int(self.fit_intercept)),
+            coef_shape=self._coef_shape(n_columns),
             loss=loss,
             constants=loss.constants(self._row_norm_bound, float(self.radius), **self._loss_bounds()),
             radius=float(self.radius),
-            epsilon=float(self.epsilon),
+            epsilon=float(epsilon),
             delta=float(self.delta),
+            l2_penalty=float(self.alpha),
         )
-        if problem.delta >= 1.0 / n_samples:
+
+    def _fit_steps(self, X, y) -> None:
+        X, y = validate_data(
+            self, X, y, accept_sparse=False, dtype=np.float64, ensure_min_samples=2,
+            y_numeric=self._numeric_targets,
+        )
+        tasks = self._tasks(self._encode_targets(y))
+        n_samples, n_features = X.shape
+        n_columns = n_features + int(self.fit_intercept)
+        if self.delta >= 1.0 / n_samples:
             warnings.warn(
-                f"delta={problem.delta:g} is not smaller than 1/n_samples={1.0 / n_samples:.3g}: "
+                f"delta={self.delta:g} is not smaller than 1/n_samples={1.0 / n_samples:.3g}: "
                 "a mechanism that publishes one random row outright meets such a guarantee. "
                 "Choose delta much smaller than 1/n_samples (e.g. 1/n_samples**1.1).",
                 PrivacyWarning,
                 stacklevel=4,
             )
+        base_loss = self._make_loss()
+        problem = self._problem(n_samples, n_columns, base_loss, self.epsilon)
         algorithm = select_algorithm(problem) if self.algorithm == "auto" else self.algorithm
         solver = ALGORITHMS[algorithm]
-        plan = solver.plan(problem)  # public quantities only: before the rows are read
+
+        def plan_for(epsilon: float):
+            task_problem = self._problem(n_samples, n_columns, base_loss, epsilon)
+            if solver.requires_smooth_loss and not np.isfinite(task_problem.smoothness):
+                loss = self._smoothed(base_loss, task_problem)
+                task_problem = self._problem(n_samples, n_columns, loss, epsilon)
+            return task_problem, solver.plan(task_problem)
+
+        # Public quantities only, before the rows are read. Several tasks on the same rows
+        # compose: the per-task target is the largest whose composition meets (epsilon, delta).
+        if len(tasks) == 1:
+            task_epsilon = float(self.epsilon)
+        else:
+            task_epsilon = 1.0 / calibrate_noise(
+                lambda inverse: _composed(plan_for(1.0 / inverse)[1].dp_event, len(tasks)),
+                float(self.epsilon), float(self.delta), initial=len(tasks) / float(self.epsilon),
+            )
+        task_problem, plan = plan_for(task_epsilon)
+        event = _composed(plan.dp_event, len(tasks))
+        spent_epsilon = epsilon_of(event, float(self.delta))
         accountant = self.accountant if self.accountant is not None else get_accountant()
-        spent_epsilon = epsilon_of(plan.dp_event, problem.delta)
         accountant.charge(
-            plan.dp_event,
+            event,
             estimator=type(self).__name__,
             params={k: v for k, v in self.get_params(deep=False).items() if k != "accountant"},
             epsilon=spent_epsilon,
-            delta=problem.delta,
+            delta=float(self.delta),
         )
         rows = clip_rows(X, float(self.data_norm))
         if self.fit_intercept:
             rows = np.hstack([rows, np.full((n_samples, 1), float(self.data_norm))])
-        result = solver.run(plan, rows, targets, problem, _generator(self.random_state))
+        task_rngs = _generator(self.random_state).spawn(len(tasks))
+        results = [solver.run(plan, rows, t, task_problem, r) for t, r in zip(tasks, task_rngs)]
         if self.verbose:
-            print(f"[{type(self).__name__}] algorithm={algorithm} " + " ".join(f"{k}={v}" for k, v in result.info.items()))
-        self._store_coef(np.atleast_2d(result.coef))
+            print(f"[{type(self).__name__}] algorithm={algorithm} tasks={len(tasks)} "
+                  + " ".join(f"{k}={v}" for k, v in results[0].info.items()))
+        self._store_coef(np.vstack([np.atleast_2d(r.coef) for r in results]))
         self.algorithm_ = algorithm
-        self.dp_event_ = result.dp_event
+        self.loss_ = task_problem.loss
+        self.dp_event_ = event
         self.epsilon_ = spent_epsilon
-        self.delta_ = problem.delta
-        self.n_gradients_ = result.n_gradients
-        self.solver_info_ = dict(result.info)
+        self.delta_ = float(self.delta)
+        self.n_gradients_ = sum(r.n_gradients for r in results)
+        self.solver_info_ = dict(results[0].info)
 
     def _store_coef(self, coef: np.ndarray) -> None:
         """Split the augmented parameter into ``coef_`` and ``intercept_``."""
@@ -171,3 +221,86 @@ class BaseDPLinearModel(BaseEstimator):
         else:
             self.coef_ = coef.copy()
             self.intercept_ = np.zeros(coef.shape[0])
+
+
+class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinearModel):
+    """Base of the private linear classifiers: the public label set and its encoding."""
+
+    _parameter_constraints: dict = {
+        **BaseDPLinearModel._parameter_constraints,
+        "classes": ["array-like", None],
+    }
+
+    _numeric_targets = False
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        data_norm=1.0,
+        radius=10.0,
+        alpha=0.0,
+        fit_intercept=True,
+        algorithm="auto",
+        random_state=None,
+        accountant=None,
+        verbose=0,
+        classes=None,
+    ):
+        super().__init__(
+            epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
+            fit_intercept=fit_intercept, algorithm=algorithm, random_state=random_state,
+            accountant=accountant, verbose=verbose,
+        )
+        self.classes = classes
+
+    def fit(self, X, y):
+        """Fit the private model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Dense training rows (sparse input is not supported: convert with ``.toarray()``).
+        y : array-like of shape (n_samples,)
+            Labels, all in ``classes`` when it is given.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+        """
+        return self._fit_private(X, y)
+
+    def _encode_targets(self, y):
+        """``+-1`` for two classes, class indices otherwise; sets ``classes_``."""
+        check_classification_targets(y)
+        if self.classes is None:
+            classes = np.unique(y)
+        else:
+            classes = np.unique(np.asarray(self.classes))
+            unknown = np.setdiff1d(np.unique(y), classes)
+            if unknown.size:
+                raise ValueError(
+                    f"y contains labels {unknown.tolist()} that are not in classes={classes.tolist()}; "
+                    "pass the complete public label set."
+                )
+        if classes.size < 2:
+            raise ValueError(
+                "This solver needs samples of at least 2 classes in the data, but the data contains "
+                f"only one class: {classes[0]!r}. Pass classes= with the public label set if the "
+                "other labels exist but do not occur here."
+            )
+        self.classes_ = classes
+        indices = np.searchsorted(classes, y)
+        if classes.size == 2:
+            return np.where(indices == 1, 1.0, -1.0)
+        return indices
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        # A differentially private model trades accuracy for privacy by design: on the small
+        # datasets of the common checks its accuracy is limited by the noise.
+        tags.classifier_tags.poor_score = True
+        return tags

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import expit, logsumexp
-from sklearn.base import ClassifierMixin
-from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.extmath import softmax
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ..losses import LogisticLoss, MultinomialLogisticLoss
-from ._base import BaseDPLinearModel
+from ._base import BaseDPLinearClassifier
 
 
-class DPLogisticRegression(LinearClassifierMixin, ClassifierMixin, BaseDPLinearModel):
+class DPLogisticRegression(BaseDPLinearClassifier):
     """Logistic regression whose fitted model is (epsilon, delta)-differentially private.
 
     Binary problems minimise the logistic loss, multiclass problems the multinomial logistic
@@ -38,6 +35,10 @@ class DPLogisticRegression(LinearClassifierMixin, ClassifierMixin, BaseDPLinearM
         Public radius of the parameter domain: the released ``(coef, intercept / data_norm)``
         has Euclidean (Frobenius for multiclass) norm at most ``radius``. The default suits rows
         of norm about 1; a larger radius allows sharper models but smaller steps per unit noise.
+    alpha : float, default=0.0
+        Strength of an L2 penalty ``alpha ||w||**2 / 2`` added to the loss (on the augmented
+        parameter, intercept included). It makes the objective strongly convex; the penalty's
+        gradient enters the Lipschitz and smoothness constants (``L + alpha R``, ``beta + alpha``).
     fit_intercept : bool, default=True
         Whether to fit an intercept (see ``data_norm``).
     algorithm : {'auto', 'snowball', 'snowball_constant'}, default='auto'
@@ -99,80 +100,8 @@ class DPLogisticRegression(LinearClassifierMixin, ClassifierMixin, BaseDPLinearM
     True
     """
 
-    _parameter_constraints: dict = {
-        **BaseDPLinearModel._parameter_constraints,
-        "classes": ["array-like", None],
-    }
-
-    def __init__(
-        self,
-        *,
-        epsilon=1.0,
-        delta=1e-5,
-        data_norm=1.0,
-        radius=10.0,
-        fit_intercept=True,
-        algorithm="auto",
-        random_state=None,
-        accountant=None,
-        verbose=0,
-        classes=None,
-    ):
-        super().__init__(
-            epsilon=epsilon,
-            delta=delta,
-            data_norm=data_norm,
-            radius=radius,
-            fit_intercept=fit_intercept,
-            algorithm=algorithm,
-            random_state=random_state,
-            accountant=accountant,
-            verbose=verbose,
-        )
-        self.classes = classes
-
-    def fit(self, X, y):
-        """Fit the private model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Dense training rows (sparse input is not supported: convert with ``.toarray()``).
-        y : array-like of shape (n_samples,)
-            Labels.
-
-        Returns
-        -------
-        self : DPLogisticRegression
-        """
-        self._validate_params()
-        return self._fit_private(X, y)
-
-    def _encode_targets(self, y):
-        check_classification_targets(y)
-        if self.classes is None:
-            classes = np.unique(y)
-        else:
-            classes = np.unique(np.asarray(self.classes))
-            unknown = np.setdiff1d(np.unique(y), classes)
-            if unknown.size:
-                raise ValueError(
-                    f"y contains labels {unknown.tolist()} that are not in classes={classes.tolist()}; "
-                    "pass the complete public label set."
-                )
-        if classes.size < 2:
-            raise ValueError(
-                "This solver needs samples of at least 2 classes in the data, but the data contains "
-                f"only one class: {classes[0]!r}. Pass classes= with the public label set if the "
-                "other labels exist but do not occur here."
-            )
-        self.classes_ = classes
-        indices = np.searchsorted(classes, y)
-        if classes.size == 2:
-            return np.where(indices == 1, 1.0, -1.0)
-        return indices
-
     def _make_loss(self):
+        """Logistic loss for two classes, multinomial logistic loss otherwise."""
         if self.classes_.size == 2:
             return LogisticLoss()
         return MultinomialLogisticLoss(n_classes=self.classes_.size)
@@ -214,11 +143,3 @@ class DPLogisticRegression(LinearClassifierMixin, ClassifierMixin, BaseDPLinearM
         if scores.ndim == 1:
             return np.column_stack([-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)])
         return scores - logsumexp(scores, axis=1, keepdims=True)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        # A differentially private model trades accuracy for privacy by design: on the small
-        # datasets of the common checks its accuracy is limited by the noise.
-        tags.classifier_tags.poor_score = True
-        return tags

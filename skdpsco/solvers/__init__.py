@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._core import SolverResult
+from ._core import SolverResult, margin_gradient
 from .snowball import plan_snowball, run_snowball
 
 __all__ = ["ALGORITHMS", "Problem", "SolverResult", "select_algorithm"]
@@ -54,6 +54,22 @@ class Problem:
     def n_params(self) -> int:
         return int(np.prod(self.coef_shape))
 
+    @property
+    def lipschitz(self) -> float:
+        """``L`` of the per-row objective, ridge included: ``L + lambda R`` (``feldman.md`` §A8)."""
+        return float(self.constants.lipschitz) + self.l2_penalty * self.radius
+
+    @property
+    def smoothness(self) -> float:
+        """``beta`` of the per-row objective, ridge included (``inf`` when the gradient of the loss
+        is not Lipschitz, e.g. hinge before smoothing)."""
+        beta = self.constants.smoothness
+        return math.inf if beta is None else float(beta) + self.l2_penalty
+
+    def gradient(self):
+        """Batch-averaged gradient of the per-row objective (loss plus ridge term)."""
+        return margin_gradient(self.loss, self.l2_penalty)
+
 
 @dataclass(frozen=True)
 class SnowballSGD:
@@ -61,13 +77,14 @@ class SnowballSGD:
 
     schedule: str
 
+    requires_smooth_loss = True
+
     def plan(self, problem: Problem):
-        c = problem.constants
         return plan_snowball(
             problem.n_samples,
             problem.n_params,
-            float(c.lipschitz),
-            float(c.smoothness) if c.smoothness is not None else math.inf,
+            problem.lipschitz,
+            problem.smoothness,
             float(problem.radius),
             float(problem.epsilon),
             float(problem.delta),
@@ -76,7 +93,7 @@ class SnowballSGD:
 
     def run(self, plan, X, y, problem: Problem, rng: np.random.Generator) -> SolverResult:
         w0 = np.zeros(problem.coef_shape)
-        return run_snowball(plan, X, y, problem.loss, w0, problem.radius, rng)
+        return run_snowball(plan, X, y, problem.gradient(), w0, problem.radius, rng)
 
 
 ALGORITHMS = {

@@ -31,7 +31,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..accounting import amplification_by_iteration_rho, calibrate_zcdp_rho, zcdp_event
-from ._core import SolverResult, iter_batches, margin_gradient, projected_noisy_sgd
+from ._core import SolverResult, iter_batches, projected_noisy_sgd
 
 SCHEDULES = ("jnn", "constant")
 NOISE_MULTIPLIERS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
@@ -210,13 +210,16 @@ def run_snowball(
     plan: SnowballPlan,
     X: np.ndarray,
     y: np.ndarray,
-    loss,
+    gradient,
     w0: np.ndarray,
     radius: float,
     rng: np.random.Generator,
     order: np.ndarray | None = None,
 ) -> SolverResult:
     """Run a planned Snowball-SGD pass over ``(X, y)`` (rows already clipped to the public bound).
+
+    ``gradient(w, X_batch, y_batch)`` is the batch-averaged gradient of the objective whose
+    constants the plan was made for (e.g. :func:`~skdpsco.solvers._core.margin_gradient`).
 
     The rows are read in a uniformly random order drawn from ``rng`` before any gradient is
     taken, or in the given ``order``, which must not depend on the data (the guarantee holds
@@ -229,7 +232,7 @@ def run_snowball(
     if order is None:
         order = order_rng.permutation(X.shape[0])
     coef = projected_noisy_sgd(
-        margin_gradient(loss),
+        gradient,
         iter_batches(X, y, order, plan.batch_sizes),
         plan.steps,
         np.full(plan.n_steps, plan.noise_std),
