@@ -11,13 +11,15 @@ from .accounting import (
     get_accountant,
     set_accountant,
 )
-from .linear_model import DPLogisticRegression, PrivacyWarning
+from .linear_model import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyWarning
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "BudgetExceededError",
+    "DPHingeSVM",
     "DPLogisticRegression",
+    "DPLpRegression",
     "PrivacyAccountant",
     "PrivacyWarning",
     "get_accountant",

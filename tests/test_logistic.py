@@ -1,6 +1,5 @@
 import math
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -12,29 +11,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdpsco import BudgetExceededError, DPLogisticRegression, PrivacyAccountant, PrivacyWarning
 from skdpsco.accounting import epsilon_of
-
-SKIPPED_BY_SCIKIT_LEARN = {
-    # scikit-learn skips these itself when optional packages are absent; neither is a privacy matter.
-    "check_array_api_input": "needs array-api-strict and SCIPY_ARRAY_API=1",
-    "check_classifier_data_not_an_array": "needs pandas, not a dependency of skdpsco",
-}
-
-
-@parametrize_with_checks([DPLogisticRegression()])
-def test_scikit_learn_estimator_checks(estimator, check):
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*SkipTest.*")
-        try:
-            check(estimator)
-        except Exception as exc:  # noqa: BLE001 - re-raised unless scikit-learn skipped it
-            if type(exc).__name__ == "SkipTest" and any(name in str(check) for name in SKIPPED_BY_SCIKIT_LEARN):
-                pytest.skip(str(exc))
-            raise
-
 
 @pytest.fixture(scope="module")
 def binary_data():

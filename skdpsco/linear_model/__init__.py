@@ -2,5 +2,7 @@
 
 from ._base import PrivacyWarning
 from ._logistic import DPLogisticRegression
+from ._regression import DPLpRegression
+from ._svm import DPHingeSVM
 
-__all__ = ["DPLogisticRegression", "PrivacyWarning"]
+__all__ = ["DPHingeSVM", "DPLogisticRegression", "DPLpRegression", "PrivacyWarning"]

@@ -106,13 +106,16 @@ ALGORITHMS = {
 def select_algorithm(problem: Problem) -> str:
     """The ``algorithm='auto'`` rule, from public quantities only.
 
-    Snowball-SGD with JNN steps is the only linear-time optimal algorithm implemented so far for
-    smooth losses (FKT20 Thm 3.6); later algorithms extend this rule with benchmark evidence.
+    * Smooth losses, and non-smooth Lipschitz losses through their closed-form Gaussian
+      smoothing (hinge, absolute loss; FMTT18 Thm 33): Snowball-SGD with JNN steps, the
+      linear-time optimal algorithm of FKT20 (Thm 3.6).
+    * Losses whose gradient is Hölder but not Lipschitz (q-hinge with q < 2, ``|r|^p`` with
+      1 < p < 2; ``smoothness = inf``): no implemented algorithm accepts them yet.
     """
-    smoothness = problem.constants.smoothness
-    if smoothness is None or not np.isfinite(smoothness):
+    if problem.constants.smoothness == math.inf:
         raise ValueError(
-            f"No implemented algorithm handles the loss {problem.loss.name!r}, whose gradient is not "
-            "Lipschitz, yet."
+            f"No implemented algorithm handles the loss {problem.loss!r}, whose gradient is "
+            "Hölder- but not Lipschitz-continuous, yet. Use a smooth loss (squared hinge, p=2) or a "
+            "kinked one (hinge, p=1), which is smoothed in closed form."
         )
     return "snowball"

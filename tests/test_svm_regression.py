@@ -1,0 +1,122 @@
+import dp_accounting
+import numpy as np
+import pytest
+from sklearn.datasets import load_wine, make_classification
+from sklearn.linear_model import LinearRegression, QuantileRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import Normalizer
+from sklearn.svm import LinearSVC
+
+from skdpsco import DPHingeSVM, DPLpRegression, PrivacyAccountant
+from skdpsco.accounting import epsilon_of
+from skdpsco.losses import PowerLoss, SquaredHingeLoss
+from skdpsco.smoothing import GaussianSmoothedLoss
+
+
+@pytest.fixture(scope="module")
+def binary():
+    X, y = make_classification(n_samples=20_000, n_features=5, n_informative=3, class_sep=1.5, random_state=0)
+    return X / np.linalg.norm(X, axis=1, keepdims=True), y
+
+
+def test_hinge_svm_optimises_the_smoothed_hinge_and_learns(binary):
+    X, y = binary
+    X_train, y_train, X_test, y_test = X[:15_000], y[:15_000], X[15_000:], y[15_000:]
+    svm = DPHingeSVM(epsilon=1.0, accountant=PrivacyAccountant(), random_state=0).fit(X_train, y_train)
+    assert isinstance(svm.loss_, GaussianSmoothedLoss) and svm.loss_.width > 0
+    assert svm.epsilon_ <= 1.0 and svm.n_gradients_ == 15_000
+    reference = LinearSVC().fit(X_train, y_train).score(X_test, y_test)
+    assert svm.score(X_test, y_test) >= reference - 0.05
+    scores = svm.decision_function(X_test)
+    np.testing.assert_array_equal(svm.predict(X_test), np.where(scores > 0, svm.classes_[1], svm.classes_[0]))
+
+
+def test_hinge_svm_uses_the_given_smoothing_width(binary):
+    X, y = binary
+    svm = DPHingeSVM(smoothing_width=0.3, accountant=PrivacyAccountant(), random_state=0).fit(X, y)
+    assert svm.loss_.width == 0.3
+
+
+def test_squared_hinge_needs_no_smoothing_and_q_hinge_is_refused(binary):
+    X, y = binary
+    svm = DPHingeSVM(loss="squared_hinge", accountant=PrivacyAccountant(), random_state=0).fit(X, y)
+    assert isinstance(svm.loss_, SquaredHingeLoss)
+    with pytest.raises(ValueError, match="Hölder- but not Lipschitz"):
+        DPHingeSVM(loss="q_hinge", q=1.5).fit(X, y)
+
+
+def test_multiclass_one_vs_rest_splits_the_budget_and_composes():
+    X, y = load_wine(return_X_y=True)
+    ledger = PrivacyAccountant()
+    model = make_pipeline(Normalizer(), DPHingeSVM(epsilon=3.0, accountant=ledger, random_state=0)).fit(X, y)
+    svm = model[-1]
+    assert svm.coef_.shape == (3, 13) and svm.intercept_.shape == (3,)
+    assert isinstance(svm.dp_event_, dp_accounting.SelfComposedDpEvent) and svm.dp_event_.count == 3
+    assert len(ledger.history) == 1 and ledger.history[0].event == svm.dp_event_
+    # the split uses the budget: at most 0.1% (the bisection tolerance) plus rounding is left
+    assert 0.97 * 3.0 <= svm.epsilon_ <= 3.0
+    assert svm.epsilon_ == pytest.approx(epsilon_of(svm.dp_event_, svm.delta_))
+    assert svm.n_gradients_ == 3 * X.shape[0]
+    assert set(model.predict(X)) <= set(svm.classes_)
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [({"loss": "log"}, "loss"), ({"q": 2.5}, "q"), ({"q": 1.0}, "q"), ({"smoothing_width": 0.0}, "smoothing_width")],
+)
+def test_hinge_svm_bad_parameters(binary, params, match):
+    X, y = binary
+    with pytest.raises(ValueError, match=match):
+        DPHingeSVM(**params).fit(X[:100], y[:100])
+
+
+@pytest.fixture(scope="module")
+def regression():
+    rng = np.random.default_rng(0)
+    n = 40_000
+    X = rng.normal(size=(n, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = X @ np.array([0.6, -0.4, 0.2]) + 0.1 + 0.1 * rng.standard_t(df=2, size=n)  # heavy tails
+    return X, y
+
+
+def test_least_absolute_deviation_is_close_to_quantile_regression(regression):
+    X, y = regression
+    X_train, y_train, X_test, y_test = X[:30_000], y[:30_000], X[30_000:], y[30_000:]
+    lad = DPLpRegression(p=1.0, epsilon=1.0, y_bound=2.0, radius=2.0, accountant=PrivacyAccountant(),
+                         random_state=0).fit(X_train, y_train)
+    assert isinstance(lad.loss_, GaussianSmoothedLoss)
+    assert lad.coef_.shape == (3,) and isinstance(lad.intercept_, float)
+    reference = QuantileRegressor(quantile=0.5, alpha=0.0).fit(X_train[:5000], y_train[:5000])
+    mae = lambda model: np.mean(np.abs(model.predict(X_test) - y_test))  # noqa: E731
+    assert mae(lad) <= mae(reference) + 0.05
+
+
+def test_least_squares_is_close_to_linear_regression(regression):
+    X, y = regression
+    X_train, y_train, X_test, y_test = X[:30_000], y[:30_000], X[30_000:], y[30_000:]
+    ls = DPLpRegression(p=2.0, epsilon=2.0, y_bound=2.0, radius=2.0, accountant=PrivacyAccountant(),
+                        random_state=0).fit(X_train, y_train)
+    assert isinstance(ls.loss_, PowerLoss) and ls.epsilon_ <= 2.0
+    reference = LinearRegression().fit(X_train, np.clip(y_train, -2, 2)).score(X_test, y_test)
+    assert ls.score(X_test, y_test) >= reference - 0.1
+
+
+def test_targets_are_clipped_to_y_bound(regression):
+    X, y = regression
+    y_clipped = np.clip(y, -1.0, 1.0)
+    a = DPLpRegression(y_bound=1.0, accountant=PrivacyAccountant(), random_state=0).fit(X, y_clipped)
+    b = DPLpRegression(y_bound=1.0, accountant=PrivacyAccountant(), random_state=0).fit(X, y * 100)
+    c = DPLpRegression(y_bound=1.0, accountant=PrivacyAccountant(), random_state=0).fit(X, np.clip(y * 100, -1, 1))
+    np.testing.assert_array_equal(b.coef_, c.coef_)
+    assert not np.array_equal(a.coef_, b.coef_)
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [({"p": 3.0}, "p"), ({"p": 0.5}, "p"), ({"y_bound": 0.0}, "y_bound"), ({"p": 1.5}, "Hölder- but not Lipschitz")],
+)
+def test_lp_regression_bad_parameters(regression, params, match):
+    X, y = regression
+    with pytest.raises(ValueError, match=match):
+        DPLpRegression(**params).fit(X[:200], y[:200])
