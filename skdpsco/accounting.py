@@ -25,7 +25,9 @@ Conversion
 :func:`epsilon_of` uses every accountant that supports the event (PLD, exact for Gaussian
 releases; RDP with a dense order grid and the conversion of Canonne, Kamath & Steinke 2020,
 Prop. 12, for zCDP and amplification-by-iteration bounds, which are proven in RDP only) and
-returns the smallest epsilon: each is a valid upper bound.
+returns the smallest epsilon: each is a valid upper bound. An event that contains
+:class:`FixedOrderRdpDpEvent` (an RDP bound proven at one order only, e.g. Stop-PNSGD,
+``feldman.md`` §B4, pitfall D12) is converted at those orders only, never by the PLD accountant.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import attr
 import dp_accounting
 import numpy as np
 from dp_accounting import pld, rdp
@@ -44,6 +47,8 @@ __all__ = [
     "amplification_by_iteration_rho",
     "BudgetExceededError",
     "FitRecord",
+    "FixedOrderRdpDpEvent",
+    "FailureProbabilityDpEvent",
     "PrivacyAccountant",
     "calibrate_noise",
     "calibrate_zcdp_rho",
@@ -51,6 +56,8 @@ __all__ = [
     "gaussian_event",
     "get_accountant",
     "set_accountant",
+    "wang_max_hits",
+    "wang_uniform_stability_bound",
     "zcdp_event",
 ]
 
@@ -102,6 +109,73 @@ def zcdp_event(rho: float) -> dp_accounting.ZCDpEvent:
     return dp_accounting.ZCDpEvent(rho=float(rho))
 
 
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class FixedOrderRdpDpEvent(dp_accounting.DpEvent):
+    """A mechanism proven ``(order, rdp)``-RDP at the single Renyi order ``order`` only.
+
+    Some bounds hold at one order and say nothing about the others, e.g. Stop-PNSGD's
+    ``(alpha, 4 alpha L**2 (1 + ln n) / (n sigma**2))``-RDP under ``sigma >= L sqrt(2 alpha
+    (alpha - 1))`` (Feldman et al. 2018, Thm 26 corrected; ``feldman.md`` §B4, pitfall D12).
+    ``dp_accounting``'s accountants do not know this event (they report it unsupported);
+    :func:`epsilon_of` converts it at ``order`` only (``feldman.md`` §0.3: "a fixed-alpha bound
+    must use C1/C3 at that alpha only").
+
+    Attributes
+    ----------
+    order : float
+        The Renyi order ``alpha > 1`` at which the bound holds.
+    rdp : float
+        The bound ``tau >= 0`` on the Renyi divergence of order ``alpha`` between the outputs on
+        any two replace-one neighbours.
+    """
+
+    order: float
+    rdp: float
+
+    def __attrs_post_init__(self):
+        if not (math.isfinite(self.order) and self.order > 1):
+            raise ValueError(f"order must be a finite Renyi order > 1; got {self.order!r}.")
+        if not self.rdp >= 0:
+            raise ValueError(f"rdp must be >= 0; got {self.rdp!r}.")
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class FailureProbabilityDpEvent(dp_accounting.DpEvent):
+    """A mechanism that is at least as private as ``event`` except on a failure event of
+    probability at most ``probability`` over its data-independent internal randomness.
+
+    Precisely: the mechanism draws internal randomness ``I`` independently of the data (and of
+    the outputs of earlier mechanisms in a composition), and there is a set ``B`` with
+    ``P(I in B) <= probability`` such that for every ``I`` outside ``B`` the mechanism run with
+    ``I`` satisfies ``event`` on every pair of replace-one neighbours. Example: output
+    perturbation calibrated to a sensitivity bound that holds with probability ``1 - gamma`` over
+    the sampled indices (Wang et al., Thm 7 / Thm 8; ``wang_holder.md`` §2.3).
+
+    Conversion (:func:`epsilon_of`): the output distribution is the mixture over ``I`` of the
+    conditional ones, and the hockey-stick divergence is jointly convex, so for every epsilon
+    ``delta(epsilon) <= delta_event(epsilon) + probability``; hence
+    ``epsilon_of(FailureProbabilityDpEvent(e, p), delta) = epsilon_of(e, delta - p)``, and
+    ``inf`` when ``delta <= p``. In a composition the inner events compose and the failure
+    probabilities add (union bound over the failure events).
+
+    Attributes
+    ----------
+    event : dp_accounting.DpEvent
+        The guarantee outside the failure event, in the library convention.
+    probability : float
+        Bound in ``[0, 1)`` on the probability of the failure event.
+    """
+
+    event: dp_accounting.DpEvent
+    probability: float
+
+    def __attrs_post_init__(self):
+        if not isinstance(self.event, dp_accounting.DpEvent):
+            raise TypeError(f"event must be a DpEvent; got {self.event!r}.")
+        if not 0 <= self.probability < 1:
+            raise ValueError(f"probability must be in [0, 1); got {self.probability!r}.")
+
+
 def amplification_by_iteration_rho(
     lipschitz: float, steps, batch_sizes, noise_stds
 ) -> float:
@@ -143,6 +217,100 @@ def amplification_by_iteration_rho(
     return float(np.max(shift**2 / (2.0 * tail_variance)))
 
 
+def wang_max_hits(n_samples: int, n_steps: int, failure_probability: float) -> float:
+    """Bound ``k_T`` on how often any single row is drawn, except with probability ``gamma``.
+
+    ``T`` indices drawn independently and uniformly from ``n`` rows (Wang, Lei, Ying & Zhang,
+    Thm 7; ``wang_holder.md`` §2.2): a row's count is ``Binomial(T, 1/n)`` with mean
+    ``mu = T / n``, and the Chernoff bound ``P(X >= (1 + c) mu) <= exp(-c**2 mu / (2 + c))``
+    is at most ``gamma / n`` for ``c = c_{gamma,T}``, so by a union bound over the rows
+    ``P(max_i count_i >= k_T) <= gamma`` with
+
+        k_T = (T / n) (1 + c_{gamma,T}),
+        c_{gamma,T} = max(sqrt(3 n ln(n / gamma) / T), 3 n ln(n / gamma) / T).
+
+    (``c**2 mu / (2 + c) >= c**2 mu / 3`` for ``c <= 1`` and ``>= c mu / 3`` for ``c >= 1``;
+    the larger of the two candidates is ``<= 1`` exactly when it is the square root.)
+    """
+    if not (n_samples >= 1 and n_steps >= 1 and 0 < failure_probability < 1):
+        raise ValueError(
+            "n_samples and n_steps must be >= 1 and failure_probability in (0, 1); got "
+            f"{n_samples!r}, {n_steps!r}, {failure_probability!r}."
+        )
+    ratio = 3.0 * n_samples * math.log(n_samples / failure_probability) / n_steps
+    return n_steps / n_samples * (1.0 + max(math.sqrt(ratio), ratio))
+
+
+def wang_uniform_stability_bound(
+    holder_exponent: float,
+    holder_constant: float,
+    gradient_bound: float,
+    step_size: float,
+    n_steps: int,
+    max_hits: float,
+) -> float:
+    """Replace-one sensitivity of the averaged iterate of projected SGD with uniform sampling,
+    given that no row is drawn more than ``max_hits`` times.
+
+    Wang, Lei, Ying & Zhang, Thm 7(b) (``wang_holder.md`` §2.2, §6 items 3, 8, 9): SGD from
+    ``w_1 = 0`` with one row per step, constant step ``eta < min(1, 1/L)`` on a convex loss whose
+    (sub)gradient is ``alpha``-Hoelder with constant ``L``, projected onto a convex domain on
+    which every gradient norm is at most ``G``. If the differing row is drawn ``K <= k`` times,
+    the proof's recursion with ``p = 1/k`` gives, for every ``t`` and hence for the average
+    ``(1/T) sum_{t<=T} w_t`` (convexity of the norm),
+
+        Delta**2 = (1 + 1/k)**k [c_{alpha,2}**2 T eta**(2/(1-alpha)) + 4 G**2 eta**2 (1 + k) k],
+        c_{alpha,2}**2 = ((1 - alpha)/(1 + alpha)) (2**-alpha L)**(2/(1-alpha)),
+
+    where the second term bounds the hit steps (gradient difference ``<= 2G``) and the first the
+    others (approximate non-expansiveness, Lemma 21; the projection is non-expansive). The
+    paper bounds ``(1 + 1/k)**k <= e``; this keeps the exact factor. At ``alpha = 1`` the first
+    term is 0 (non-expansiveness for ``eta <= 2/L``); for ``alpha < 1`` it is evaluated as
+    ``exp((2/(1-alpha)) ln(2**-alpha L eta))``, which underflows harmlessly to 0 as ``alpha -> 1``
+    because ``L eta < 1`` (§6 item 8). ``G`` may be any valid bound on the gradient norms on the
+    domain, e.g. the Lipschitz constant (Remark 1, §6 item 9).
+
+    Parameters
+    ----------
+    holder_exponent, holder_constant : float
+        ``alpha`` in ``[0, 1]`` and ``L > 0`` of the loss (:class:`skdpsco.losses.LossConstants`).
+    gradient_bound : float
+        ``G > 0``.
+    step_size : float
+        ``eta`` in ``(0, min(1, 1/L))``, the hypothesis of Thm 7.
+    n_steps : int
+        ``T >= 1``.
+    max_hits : float
+        ``k > 0``: :func:`wang_max_hits` (Thm 7, holds with probability ``1 - gamma``) or the
+        realised largest count of the drawn indices (``wang_holder.md`` §6 item 3).
+
+    Returns
+    -------
+    float
+        ``Delta``.
+    """
+    alpha, L, G, eta = (float(v) for v in (holder_exponent, holder_constant, gradient_bound, step_size))
+    if not 0 <= alpha <= 1:
+        raise ValueError(f"holder_exponent must be in [0, 1]; got {holder_exponent!r}.")
+    if not (0 < L < math.inf and 0 < G < math.inf):
+        raise ValueError(
+            f"holder_constant and gradient_bound must be finite and > 0; got {holder_constant!r}, "
+            f"{gradient_bound!r}."
+        )
+    if not 0 < eta < min(1.0, 1.0 / L):
+        raise ValueError(f"step_size must be in (0, min(1, 1/L)) = (0, {min(1.0, 1.0 / L):g}); got {step_size!r}.")
+    if not (n_steps >= 1 and max_hits > 0):
+        raise ValueError(f"n_steps must be >= 1 and max_hits > 0; got {n_steps!r}, {max_hits!r}.")
+    k = float(max_hits)
+    if alpha == 1.0:
+        lemma21 = 0.0
+    else:
+        exponent = 2.0 / (1.0 - alpha)
+        lemma21 = n_steps * (1.0 - alpha) / (1.0 + alpha) * math.exp(exponent * math.log(2.0**-alpha * L * eta))
+    hits = 4.0 * G**2 * eta**2 * (1.0 + k) * k
+    return math.sqrt(math.exp(k * math.log1p(1.0 / k)) * (lemma21 + hits))
+
+
 def _as_pld_event(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
     """Rewrite Gaussian events from the library convention to the PLD accountant's."""
     if isinstance(event, dp_accounting.GaussianDpEvent):
@@ -182,7 +350,10 @@ def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     float
         The smallest epsilon among the accountants that support ``event`` (PLD with
         pessimistic discretisation; RDP on a dense order grid). ``inf`` for a non-private
-        event.
+        event. If ``event`` is or composes (:class:`~dp_accounting.ComposedDpEvent`,
+        :class:`~dp_accounting.SelfComposedDpEvent`) :class:`FixedOrderRdpDpEvent` s, the
+        composition is converted at each of their orders only (RDP adds there; a fixed-order
+        event of another order counts as ``inf``) and the smallest epsilon is returned.
 
     Raises
     ------
@@ -192,6 +363,14 @@ def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     _check_delta(delta)
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return 0.0
+    failure, event = _split_failure_probability(event)
+    if failure:
+        return epsilon_of(event, delta - failure) if delta > failure else math.inf
+    fixed, rest = _split_fixed_order(event)
+    if fixed:
+        return _fixed_order_epsilon(fixed, rest, delta)
+    if _samples_without_replacement(event):
+        return _sampled_epsilon(event, delta)
     candidates = []
     pld_event = _as_pld_event(event)
     accountant = _pld_accountant()
@@ -203,6 +382,93 @@ def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     if not candidates:
         raise ValueError(f"No accountant supports the event {event!r} under REPLACE_ONE.")
     return float(min(candidates))
+
+
+def _split_fixed_order(event: dp_accounting.DpEvent, count: int = 1):
+    """The :class:`FixedOrderRdpDpEvent` s of a composition, each with its multiplicity, and the
+    rest of the composition (the fixed-order events replaced by no-ops). Events nested in any
+    other wrapper are left in place, where no accountant supports them."""
+    if isinstance(event, FixedOrderRdpDpEvent):
+        return [(event, count)], dp_accounting.NoOpDpEvent()
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        parts = [_split_fixed_order(e, count) for e in event.events]
+        fixed = [item for part, _ in parts for item in part]
+        return fixed, dp_accounting.ComposedDpEvent([rest for _, rest in parts])
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        fixed, rest = _split_fixed_order(event.event, count * event.count)
+        return fixed, dp_accounting.SelfComposedDpEvent(rest, event.count)
+    return [], event
+
+
+def _fixed_order_epsilon(fixed, rest: dp_accounting.DpEvent, delta: float) -> float:
+    """Epsilon of a composition holding fixed-order RDP events, at their orders only.
+
+    At each distinct order ``alpha`` of ``fixed``, RDP composes additively: the fixed-order
+    events of order ``alpha`` contribute their bound (times their multiplicity), those of any
+    other order ``+inf`` (they say nothing at ``alpha``), and ``rest`` its RDP at ``alpha``
+    (``dp_accounting``'s RDP accountant on the single order; Gaussian and zCDP events have RDP at
+    every order). Each total is converted by Canonne, Kamath & Steinke 2020, Prop. 12
+    (``dp_accounting.rdp.compute_epsilon``, ``feldman.md`` §0.3 C3) and the smallest epsilon is
+    returned: each is a valid bound. The PLD accountant is never used for such events.
+    """
+    epsilons = []
+    for order in sorted({event.order for event, _ in fixed}):
+        accountant = rdp.RdpAccountant(orders=[order], neighboring_relation=NEIGHBORING_RELATION)
+        if not accountant.supports(rest):
+            raise ValueError(f"No accountant supports the event {rest!r} under REPLACE_ONE.")
+        total = float(accountant.compose(rest).rdp[0])
+        for event, count in fixed:
+            if count:
+                total += count * event.rdp if event.order == order else math.inf
+        epsilons.append(rdp.compute_epsilon([order], [total], delta)[0])
+    return float(min(epsilons))
+
+
+def _split_failure_probability(event: dp_accounting.DpEvent, count: int = 1):
+    """Total failure probability of the :class:`FailureProbabilityDpEvent` s of a composition
+    (each counted with its multiplicity) and the composition with every such wrapper replaced by
+    its inner event. Wrappers nested in any other event are left in place, where no accountant
+    supports them."""
+    if isinstance(event, FailureProbabilityDpEvent):
+        failure, inner = _split_failure_probability(event.event, count)
+        return count * event.probability + failure, inner
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        parts = [_split_failure_probability(e, count) for e in event.events]
+        return sum(p for p, _ in parts), dp_accounting.ComposedDpEvent([e for _, e in parts])
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        failure, inner = _split_failure_probability(event.event, count * event.count)
+        return failure, dp_accounting.SelfComposedDpEvent(inner, event.count)
+    return 0.0, event
+
+
+# Renyi orders for events with sampling without replacement. dp_accounting evaluates the bound of
+# Wang, Balle & Kasiviswanathan 2019 (Thm 27) with O(alpha**2) work per integer order up to 256
+# and O(alpha) above (non-integer orders interpolate two integers): the dense grid takes minutes,
+# this one a fraction of a second. Integer orders where the optimum lies for epsilon in about
+# [0.05, 20]; 257 rather than 256 takes the O(alpha) branch.
+_SAMPLED_RDP_ORDERS = np.concatenate(
+    [[1.25, 1.5, 1.75], np.arange(2, 33), np.arange(36, 65, 4), [80, 96, 128, 257, 512, 1024, 2048, 4096]]
+).astype(float)
+
+
+def _samples_without_replacement(event: dp_accounting.DpEvent) -> bool:
+    """Whether a composition contains a :class:`~dp_accounting.SampledWithoutReplacementDpEvent`."""
+    if isinstance(event, dp_accounting.SampledWithoutReplacementDpEvent):
+        return True
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return any(_samples_without_replacement(e) for e in event.events)
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return _samples_without_replacement(event.event)
+    return False
+
+
+def _sampled_epsilon(event: dp_accounting.DpEvent, delta: float) -> float:
+    """Epsilon of an event with sampling without replacement: RDP accountant (the PLD accountant
+    does not support it) on :data:`_SAMPLED_RDP_ORDERS`, CKS20 Prop. 12 conversion."""
+    accountant = rdp.RdpAccountant(orders=_SAMPLED_RDP_ORDERS, neighboring_relation=NEIGHBORING_RELATION)
+    if not accountant.supports(event):
+        raise ValueError(f"No accountant supports the event {event!r} under REPLACE_ONE.")
+    return float(accountant.compose(event).get_epsilon(delta))
 
 
 def _bisect_feasible(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._core import SolverResult, margin_gradient
+from .pnsgd import PNSGD, MultiPassPNSGD, SkipPNSGD, StopPNSGD
 from .snowball import plan_snowball, run_snowball
 
 __all__ = ["ALGORITHMS", "Problem", "SolverResult", "select_algorithm"]
@@ -96,9 +97,17 @@ class SnowballSGD:
         return run_snowball(plan, X, y, problem.gradient(), w0, problem.radius, rng)
 
 
+MULTIPASS_EPOCHS = 5
+"""Passes of ``'multipass_pnsgd'``: each pass costs ``(E - 1) / n`` in zCDP (``feldman.md`` §B11),
+nearly nothing, and ``n`` gradients."""
+
 ALGORITHMS = {
     "snowball": SnowballSGD("jnn"),
     "snowball_constant": SnowballSGD("constant"),
+    "pnsgd": PNSGD(),
+    "skip_pnsgd": SkipPNSGD(),
+    "stop_pnsgd": StopPNSGD(),
+    "multipass_pnsgd": MultiPassPNSGD(epochs=MULTIPASS_EPOCHS),
 }
 """Public ``algorithm=`` names and the solver each selects."""
 
