@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._core import SolverResult, margin_gradient
+from .phased import PhasedERM, PhasedSGD, StronglyConvexPhasedSGD
 from .pnsgd import PNSGD, MultiPassPNSGD, SkipPNSGD, StopPNSGD
 from .snowball import plan_snowball, run_snowball
 
@@ -108,6 +109,9 @@ ALGORITHMS = {
     "skip_pnsgd": SkipPNSGD(),
     "stop_pnsgd": StopPNSGD(),
     "multipass_pnsgd": MultiPassPNSGD(epochs=MULTIPASS_EPOCHS),
+    "phased_sgd": PhasedSGD(),
+    "phased_erm": PhasedERM(),
+    "strongly_convex": StronglyConvexPhasedSGD(),
 }
 """Public ``algorithm=`` names and the solver each selects."""
 
