@@ -26,7 +26,7 @@ def test_fit_sets_public_attributes_and_spends_at_most_the_target(binary_data):
     ledger = PrivacyAccountant()
     model = DPLogisticRegression(epsilon=0.7, delta=1e-6, random_state=0, accountant=ledger).fit(X, y)
     assert model.coef_.shape == (1, 5) and model.intercept_.shape == (1,)
-    assert model.algorithm_ == "snowball"
+    assert model.algorithm_ == "phased_sgd"  # the auto rule for a smooth loss without penalty
     assert model.epsilon_ <= 0.7 and model.delta_ == 1e-6
     assert model.epsilon_ == pytest.approx(epsilon_of(model.dp_event_, 1e-6))
     assert model.n_gradients_ == X.shape[0]  # one pass: one gradient per row
@@ -184,7 +184,7 @@ def test_too_few_rows_for_the_schedule_names_the_minimum():
     X, y = rng.normal(size=(20, 30)), np.tile([0, 1], 10)
     ledger = PrivacyAccountant()
     with pytest.raises(ValueError, match=r"at least \d+ rows.*n_samples=20"):
-        DPLogisticRegression(epsilon=0.1, accountant=ledger).fit(X, y)
+        DPLogisticRegression(epsilon=0.1, algorithm="snowball", accountant=ledger).fit(X, y)
     assert ledger.history == ()  # refused before anything was charged
 
 
@@ -215,8 +215,9 @@ def test_rows_are_clipped_to_data_norm(binary_data):
 
 def test_l2_penalty_enters_the_constants_and_shrinks_the_model(binary_data):
     X, y = binary_data
-    plain = DPLogisticRegression(epsilon=5.0, random_state=0).fit(X, y)
-    ridge = DPLogisticRegression(epsilon=5.0, alpha=1.0, random_state=0).fit(X, y)
+    plain = DPLogisticRegression(epsilon=5.0, algorithm="snowball", random_state=0).fit(X, y)
+    ridge = DPLogisticRegression(epsilon=5.0, algorithm="snowball", alpha=1.0, random_state=0).fit(X, y)
+    assert DPLogisticRegression(alpha=1.0, random_state=0).fit(X, y).algorithm_ == "strongly_convex"
     # L grows by alpha * R, so the (public) steps of the same schedule shrink
     assert ridge.solver_info_["max_step"] < plain.solver_info_["max_step"]
     assert ridge.epsilon_ <= 5.0

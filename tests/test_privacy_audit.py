@@ -98,7 +98,7 @@ def estimator_run(epsilon):
     def run(dataset, seed):
         X, y = dataset
         model = DPLogisticRegression(
-            epsilon=epsilon, delta=DELTA, fit_intercept=False, classes=[-1.0, 1.0],
+            epsilon=epsilon, delta=DELTA, fit_intercept=False, classes=[-1.0, 1.0], algorithm="snowball",
             random_state=seed, accountant=PrivacyAccountant(),
         )
         return model.fit(X, y).coef_[0, 0]

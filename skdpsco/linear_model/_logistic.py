@@ -41,11 +41,13 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         gradient enters the Lipschitz and smoothness constants (``L + alpha R``, ``beta + alpha``).
     fit_intercept : bool, default=True
         Whether to fit an intercept (see ``data_norm``).
-    algorithm : {'auto', 'snowball', 'snowball_constant'}, default='auto'
-        Training algorithm. ``'snowball'``: Snowball-SGD with Jain–Nagaraj–Netrapalli steps
-        (Feldman, Koren & Talwar 2020, Thm 3.6); ``'snowball_constant'``: with a constant step
-        (Thm 3.5). ``'auto'`` chooses from public quantities (the chosen name is stored in
-        ``algorithm_``).
+    algorithm : str, default='auto'
+        Training algorithm, a key of :data:`skdpsco.solvers.ALGORITHMS` (the README's table
+        gives each one's paper, theorem and guarantee): ``'phased_sgd'``, ``'phased_erm'``,
+        ``'strongly_convex'`` (needs ``alpha > 0``), ``'snowball'``, ``'snowball_constant'``,
+        ``'pnsgd'``, ``'skip_pnsgd'``, ``'stop_pnsgd'``, ``'multipass_pnsgd'``. ``'auto'``
+        applies :func:`skdpsco.solvers.select_algorithm` to public quantities; the chosen name
+        is stored in ``algorithm_``.
     random_state : int, RandomState instance, Generator or None, default=None
         Source of the row order and of the privacy noise. ``None`` draws fresh entropy: use it
         for releases. A fixed seed makes experiments reproducible but makes the noise

@@ -117,13 +117,22 @@ ALGORITHMS = {
 
 
 def select_algorithm(problem: Problem) -> str:
-    """The ``algorithm='auto'`` rule, from public quantities only.
+    """The ``algorithm='auto'`` rule: one function, public quantities only.
 
-    * Smooth losses, and non-smooth Lipschitz losses through their closed-form Gaussian
-      smoothing (hinge, absolute loss; FMTT18 Thm 33): Snowball-SGD with JNN steps, the
-      linear-time optimal algorithm of FKT20 (Thm 3.6).
-    * Losses whose gradient is Hölder but not Lipschitz (q-hinge with q < 2, ``|r|^p`` with
-      1 < p < 2; ``smoothness = inf``): no implemented algorithm accepts them yet.
+    * Losses whose gradient is Hölder- but not Lipschitz-continuous (q-hinge with q < 2,
+      ``|r|^p`` with 1 < p < 2; ``smoothness = inf``) are refused: no implemented algorithm
+      accepts them yet.
+    * An L2 penalty (``l2_penalty > 0``) makes the objective strongly convex: the reduction of
+      FKT20 §5 (``'strongly_convex'``, ``feldman.md`` §A8a), which is Phased-SGD itself when the
+      penalty is too weak to need more than one epoch.
+    * Otherwise Phased-SGD (FKT20 §4, last iterate of each phase), for smooth losses and for
+      kinked ones through their closed-form Gaussian smoothing. Measured with
+      ``benchmarks/utility.py`` (10 seeds, ε ∈ {0.5, 1, 2}, ``benchmarks/results/``), it
+      matches or beats Snowball-SGD, the other linear-time optimal algorithm, on every problem:
+      synthetic logistic data, n = 10^4, accuracy 0.725 / 0.737 / 0.743 against 0.700 / 0.728 /
+      0.736 (logistic loss) and 0.734 / 0.741 / 0.743 against 0.715 / 0.736 / 0.742 (smoothed
+      hinge); LAD regression with heavy-tailed noise, n = 10^4, MAE 0.149 / 0.144 / 0.142
+      against 0.161 / 0.147 / 0.143; a tie at n = 10^5.
     """
     if problem.constants.smoothness == math.inf:
         raise ValueError(
@@ -131,4 +140,4 @@ def select_algorithm(problem: Problem) -> str:
             "Hölder- but not Lipschitz-continuous, yet. Use a smooth loss (squared hinge, p=2) or a "
             "kinked one (hinge, p=1), which is smoothed in closed form."
         )
-    return "snowball"
+    return "strongly_convex" if problem.l2_penalty > 0 else "phased_sgd"
