@@ -409,17 +409,6 @@ def test_strongly_convex_utility_on_the_ridge_objective(logistic_data):
 DELTA = 1e-5
 
 
-@pytest.fixture
-def weaken_noise(monkeypatch):
-    """Divide every privacy noise draw by ``factor`` while the claimed event stays the same."""
-
-    def weaken(factor):
-        draw = core.gaussian_noise
-        monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: draw(rng, std / factor, shape))
-
-    return weaken
-
-
 def worst_case_neighbours(n):
     """The differing row is the first row of the first phase (fixed order), at the row bound, with
     Huber labels beyond the threshold on opposite sides: at w = 0 its gradients are +-L x, so the

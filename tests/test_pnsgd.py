@@ -405,17 +405,6 @@ def test_multipass_rejects_bad_epochs(epochs):
 AUDIT_RADIUS, AUDIT_Y = 1e3, 1e4
 
 
-@pytest.fixture
-def weaken_noise(monkeypatch):
-    """Scale every privacy noise draw by ``1 / factor`` while the claimed event stays the same."""
-
-    def weaken(factor):
-        draw = core.gaussian_noise
-        monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: draw(rng, std / factor, shape))
-
-    return weaken
-
-
 def audit_problem(n, epsilon):
     """Huber loss (threshold 1, rows of norm <= 1, so L = 1, beta = 1) on a ball so large that the
     step is the contraction cap 2 / beta and the projection never acts; labels +-AUDIT_Y keep the

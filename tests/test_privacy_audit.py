@@ -6,7 +6,6 @@ believable", item 2). Each audit also proves its power: with the noise deliberat
 import numpy as np
 import pytest
 
-import skdpsco.solvers._core as core
 from skdpsco.solvers._core import margin_gradient
 from skdpsco import DPLogisticRegression, PrivacyAccountant
 from skdpsco.audit import audit_mechanism
@@ -15,17 +14,6 @@ from skdpsco.smoothing import smooth
 from skdpsco.solvers.snowball import plan_snowball, run_snowball
 
 DELTA = 1e-5
-
-
-@pytest.fixture
-def weaken_noise(monkeypatch):
-    """Scale every privacy noise draw by ``1 / factor`` while the claimed event stays the same."""
-
-    def weaken(factor):
-        draw = core.gaussian_noise
-        monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: draw(rng, std / factor, shape))
-
-    return weaken
 
 
 def snowball_neighbours(n):
