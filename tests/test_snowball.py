@@ -165,3 +165,26 @@ def test_projected_noisy_sgd_can_average_the_points_where_gradients_were_taken()
     np.testing.assert_allclose(mean, [(0 + 0.5 + 0.75) / 3])
     batches = iter_batches(np.zeros((3, 1)), np.zeros(3), np.arange(3), [1, 1, 1])
     np.testing.assert_allclose(projected_noisy_sgd(gradient, batches, *args), [0.875])
+
+
+def test_snowball_releases_the_last_iterate_never_an_average(monkeypatch):
+    # FKT20 §6 (feldman.md §A9): amplification by iteration covers the last iterate only.
+    import skdpsco.solvers.snowball as snowball_module
+
+    calls = []
+    real = snowball_module.projected_noisy_sgd
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("average", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(snowball_module, "projected_noisy_sgd", spy)
+    plan = plan_snowball(500, 3, epsilon=1.0, delta=1e-5, schedule="jnn", **LOGISTIC)
+    X = np.random.default_rng(0).normal(size=(500, 3)) / 2
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    from skdpsco.losses import LogisticLoss
+    from skdpsco.solvers._core import margin_gradient
+
+    snowball_module.run_snowball(plan, X, y, margin_gradient(LogisticLoss()), np.zeros(3), 10.0, np.random.default_rng(0))
+    assert calls == [False]
+    assert "average" not in snowball_module.run_snowball.__code__.co_varnames
