@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable
 
 import attr
@@ -54,6 +55,7 @@ __all__ = [
     "calibrate_zcdp_rho",
     "epsilon_of",
     "gaussian_event",
+    "gaussian_noise_multiplier",
     "get_accountant",
     "set_accountant",
     "wang_max_hits",
@@ -518,6 +520,20 @@ def calibrate_noise(
         if lo < 1e-12:
             return hi
     return _bisect_feasible(meets, lo, hi, rtol)
+
+
+@lru_cache(maxsize=256)
+def gaussian_noise_multiplier(epsilon: float, delta: float) -> float:
+    """Smallest ``sigma / Delta`` of one Gaussian release that is (epsilon, delta)-DP.
+
+    One Gaussian release with replace-one sensitivity ``Delta`` meets (epsilon, delta) exactly
+    when its noise is ``sigma = gaussian_noise_multiplier(epsilon, delta) * Delta``: the event
+    depends on ``sigma / Delta`` only, so every solver that releases Gaussians calibrates
+    through this one cached bisection (:func:`calibrate_noise` on ``gaussian_event(z, 1)``,
+    converted by the PLD accountant). ``1 / z`` is the ``mu`` of ``mu``-GDP (``feldman.md``
+    §0.3, C4).
+    """
+    return calibrate_noise(lambda z: gaussian_event(z, 1.0), epsilon, delta)
 
 
 def calibrate_zcdp_rho(epsilon: float, delta: float, *, rtol: float = 1e-9) -> float:

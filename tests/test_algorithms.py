@@ -56,3 +56,51 @@ def test_strongly_convex_reduction_needs_an_l2_penalty():
     X, y = data("logistic")
     with pytest.raises(ValueError, match="alpha > 0"):
         DPLogisticRegression(algorithm="strongly_convex", accountant=PrivacyAccountant()).fit(X, y)
+
+
+def test_auto_picks_ftrl_for_a_non_euclidean_constraint_and_fits_an_l1_ball():
+    X, y = data("logistic")
+    model = DPLogisticRegression(constraint="l1", radius=3.0, accountant=PrivacyAccountant(),
+                                 random_state=0).fit(X, y)
+    assert model.algorithm_ == "ftrl"
+    augmented = np.append(model.coef_.ravel(), model.intercept_ / model.data_norm)
+    assert np.abs(augmented).sum() <= 3.0 + 1e-9
+    assert model.score(X, y) > np.max(np.bincount(y)) / len(y)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"constraint": "l1", "algorithm": "phased_sgd"}, "algorithm='ftrl' only"),
+        ({"constraint": "lp", "algorithm": "ftrl"}, "needs constraint_p"),
+        ({"constraint_p": 1.5}, "leave it None"),
+        ({"step_scale": 2.0, "algorithm": "snowball"}, "has none"),
+    ],
+)
+def test_solver_options_the_algorithm_does_not_have_are_refused(params, match):
+    X, y = data("logistic")
+    ledger = PrivacyAccountant()
+    model = DPLogisticRegression(accountant=ledger, **params)
+    with pytest.raises(ValueError, match=match):
+        model.fit(X, y)
+    assert not ledger.history and not hasattr(model, "coef_")
+
+
+def test_step_scale_reaches_the_solver_and_changes_its_schedule():
+    X, y = data("hinge")
+    fits = [
+        DPHingeSVM(loss="q_hinge", algorithm="gradient_perturbation", step_scale=scale,
+                   accountant=PrivacyAccountant(), random_state=0).fit(X, y)
+        for scale in (1.0, 2.0)
+    ]
+    steps = [fit.solver_info_["step_size"] for fit in fits]
+    assert steps[1] == pytest.approx(2.0 * steps[0])
+
+
+def test_auto_picks_gradient_perturbation_for_hoelder_losses():
+    X, y = data("hinge")
+    model = DPHingeSVM(loss="q_hinge", q=1.5, accountant=PrivacyAccountant(), random_state=0).fit(X, y)
+    assert model.algorithm_ == "gradient_perturbation"
+    X, y = data("lad")
+    model = DPLpRegression(p=1.5, y_bound=2.0, radius=2.0, accountant=PrivacyAccountant(), random_state=0).fit(X, y)
+    assert model.algorithm_ == "gradient_perturbation"

@@ -9,7 +9,7 @@ from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
 
 import skdpsco.solvers._core as core
-from skdpsco.accounting import epsilon_of, gaussian_event
+from skdpsco.accounting import epsilon_of, gaussian_event, gaussian_noise_multiplier
 from skdpsco.audit import audit_mechanism
 from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss, MultinomialLogisticLoss
 from skdpsco.solvers import Problem
@@ -19,7 +19,6 @@ from skdpsco.solvers.phased import (
     PhasedERM,
     PhasedSGD,
     StronglyConvexPhasedSGD,
-    gaussian_noise_multiplier,
     phase_sizes,
 )
 

@@ -7,6 +7,7 @@ rows are read) -> run the solver -> store the released model. Estimators never c
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import warnings
 from abc import abstractmethod
@@ -57,6 +58,9 @@ class BaseDPLinearModel(BaseEstimator):
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
         "algorithm": [StrOptions({"auto", *ALGORITHMS})],
+        "constraint": [StrOptions({"l2", "l1", "lp"})],
+        "constraint_p": [Interval(numbers.Real, 1, 2, closed="right"), None],
+        "step_scale": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "random_state": ["random_state"],
         "accountant": [PrivacyAccountant, None],
         "verbose": ["verbose"],
@@ -72,6 +76,9 @@ class BaseDPLinearModel(BaseEstimator):
         alpha=0.0,
         fit_intercept=True,
         algorithm="auto",
+        constraint="l2",
+        constraint_p=None,
+        step_scale=None,
         random_state=None,
         accountant=None,
         verbose=0,
@@ -83,6 +90,9 @@ class BaseDPLinearModel(BaseEstimator):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.algorithm = algorithm
+        self.constraint = constraint
+        self.constraint_p = constraint_p
+        self.step_scale = step_scale
         self.random_state = random_state
         self.accountant = accountant
         self.verbose = verbose
@@ -167,8 +177,8 @@ class BaseDPLinearModel(BaseEstimator):
             )
         base_loss = self._make_loss()
         problem = self._problem(n_samples, n_columns, base_loss, self.epsilon)
-        algorithm = select_algorithm(problem) if self.algorithm == "auto" else self.algorithm
-        solver = ALGORITHMS[algorithm]
+        algorithm = select_algorithm(problem, self.constraint) if self.algorithm == "auto" else self.algorithm
+        solver = self._configured_solver(algorithm)
 
         def plan_for(epsilon: float):
             task_problem = self._problem(n_samples, n_columns, base_loss, epsilon)
@@ -214,6 +224,44 @@ class BaseDPLinearModel(BaseEstimator):
         self.delta_ = float(self.delta)
         self.n_gradients_ = sum(r.n_gradients for r in results)
         self.solver_info_ = dict(results[0].info)
+
+    def _configured_solver(self, algorithm: str):
+        """The registered solver of ``algorithm`` with this estimator's solver options.
+
+        ``constraint`` / ``constraint_p`` configure the domain of the solvers that have one
+        (``'ftrl'``); ``step_scale`` multiplies the default step of the solvers that have that
+        public hyper-parameter. An option the chosen solver does not have is an error, never
+        silently ignored.
+        """
+        solver = ALGORITHMS[algorithm]
+        fields = {field.name for field in dataclasses.fields(solver)}
+        options = {}
+        if self.constraint_p is not None and self.constraint == "l2":
+            raise ValueError(
+                "constraint_p sets the exponent of the l_p potential of constraint='l1' or 'lp'; "
+                "with constraint='l2' leave it None."
+            )
+        if self.constraint != "l2":
+            if "constraint" not in fields:
+                raise ValueError(
+                    f"constraint={self.constraint!r} is implemented by algorithm='ftrl' only; "
+                    f"got algorithm={algorithm!r}. Use algorithm='ftrl' or 'auto'."
+                )
+            if self.constraint == "lp" and self.constraint_p is None:
+                raise ValueError("constraint='lp' needs constraint_p, the exponent p in (1, 2].")
+            options.update(constraint=self.constraint, p=self.constraint_p)
+        if self.step_scale is not None:
+            if "step_scale" not in fields:
+                with_scale = sorted(
+                    name for name, s in ALGORITHMS.items()
+                    if "step_scale" in {f.name for f in dataclasses.fields(s)}
+                )
+                raise ValueError(
+                    f"step_scale is a hyper-parameter of the algorithms {with_scale}; "
+                    f"algorithm={algorithm!r} has none. Leave step_scale=None."
+                )
+            options["step_scale"] = float(self.step_scale)
+        return dataclasses.replace(solver, **options) if options else solver
 
     def _store_coef(self, coef: np.ndarray) -> None:
         """Split the augmented parameter into ``coef_`` and ``intercept_``."""
@@ -262,6 +310,9 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         alpha=0.0,
         fit_intercept=True,
         algorithm="auto",
+        constraint="l2",
+        constraint_p=None,
+        step_scale=None,
         random_state=None,
         accountant=None,
         verbose=0,
@@ -269,7 +320,8 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
-            fit_intercept=fit_intercept, algorithm=algorithm, random_state=random_state,
+            fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
+            constraint_p=constraint_p, step_scale=step_scale, random_state=random_state,
             accountant=accountant, verbose=verbose,
         )
         self.classes = classes

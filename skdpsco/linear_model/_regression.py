@@ -87,6 +87,9 @@ accountant, verbose
         alpha=0.0,
         fit_intercept=True,
         algorithm="auto",
+        constraint="l2",
+        constraint_p=None,
+        step_scale=None,
         random_state=None,
         accountant=None,
         verbose=0,
@@ -96,7 +99,8 @@ accountant, verbose
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
-            fit_intercept=fit_intercept, algorithm=algorithm, random_state=random_state,
+            fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
+            constraint_p=constraint_p, step_scale=step_scale, random_state=random_state,
             accountant=accountant, verbose=verbose,
         )
         self.p = p

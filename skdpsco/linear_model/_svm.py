@@ -88,6 +88,9 @@ accountant, verbose, classes
         alpha=0.0,
         fit_intercept=True,
         algorithm="auto",
+        constraint="l2",
+        constraint_p=None,
+        step_scale=None,
         random_state=None,
         accountant=None,
         verbose=0,
@@ -98,7 +101,8 @@ accountant, verbose, classes
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
-            fit_intercept=fit_intercept, algorithm=algorithm, random_state=random_state,
+            fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
+            constraint_p=constraint_p, step_scale=step_scale, random_state=random_state,
             accountant=accountant, verbose=verbose, classes=classes,
         )
         self.loss = loss

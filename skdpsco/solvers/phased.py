@@ -14,7 +14,7 @@ depend on it and the phases after it are post-processing of that phase's noisy o
 every row the release is one Gaussian mechanism with ``Delta_i / sigma_i = 1 / sigma_unit``. The
 guarantee of the whole release is therefore exactly ``gaussian_event(sigma_unit, 1.0)``, i.e.
 ``mu``-GDP with ``mu = 1 / sigma_unit``, and ``sigma_unit`` is calibrated exactly to the user's
-(epsilon, delta) by the PLD accountant (:func:`gaussian_noise_multiplier`). Output perturbation
+(epsilon, delta) by the PLD accountant (:func:`~skdpsco.accounting.gaussian_noise_multiplier`). Output perturbation
 allows any function of the phase's path to be released, so averaging is allowed (§A9).
 
 Choices made here, each derived in the spec or below:
@@ -47,12 +47,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..accounting import calibrate_noise, gaussian_event
+from ..accounting import gaussian_event, gaussian_noise_multiplier
 from . import _core
 from ._core import SolverResult, iter_batches, margin_gradient, project_to_ball, projected_noisy_sgd
 from .erm import certified_iterations, certified_minimize
@@ -68,7 +67,6 @@ __all__ = [
     "StronglyConvexPhasedSGD",
     "StronglyConvexPlan",
     "base_step",
-    "gaussian_noise_multiplier",
     "phase_sizes",
     "phase_steps",
     "strongly_convex_schedule",
@@ -112,16 +110,6 @@ def phase_sizes(n_rows: int) -> np.ndarray:
 def phase_steps(base: float, n_phases: int) -> np.ndarray:
     """``eta_i = eta / 4**i``, ``i = 1..k`` (§A6)."""
     return float(base) / 4.0 ** np.arange(1, n_phases + 1)
-
-
-@lru_cache(maxsize=256)
-def gaussian_noise_multiplier(epsilon: float, delta: float) -> float:
-    """``sigma_unit``: smallest noise / sensitivity ratio of one Gaussian release meeting (epsilon, delta).
-
-    Exact (§0.3 C4): the PLD accountant of :func:`skdpsco.accounting.epsilon_of` on
-    ``gaussian_event(sigma_unit, 1.0)``; ``1 / sigma_unit`` is the GDP ``mu`` of the spec's table.
-    """
-    return calibrate_noise(lambda s: gaussian_event(s, 1.0), epsilon, delta)
 
 
 def base_step(
@@ -450,7 +438,7 @@ def _release_phases(
     return project_to_ball(w, radius)
 
 
-def _row_order(n_rows: int, order_rng: np.random.Generator, order: np.ndarray | None) -> np.ndarray:
+def row_order(n_rows: int, order_rng: np.random.Generator, order: np.ndarray | None) -> np.ndarray:
     """A uniformly random order, or a fixed public one (audits; the guarantee holds for every fixed
     order, pitfall D5). Never a function of the data."""
     if order is None:
@@ -496,7 +484,7 @@ def run_phased_sgd(
     """Run planned Phased-SGD on rows already clipped to the public bound; start at ``w_0 = 0``."""
     _check_rows(X, plan.n_samples)
     order_rng, noise_rng = rng.spawn(2)  # pitfall D16: the noise is independent of the order
-    order = _row_order(X.shape[0], order_rng, order)
+    order = row_order(X.shape[0], order_rng, order)
     radius = float(problem.radius)
     solve = _sgd_solver(plan, margin_gradient(problem.loss, problem.l2_penalty), radius, noise_rng)
     coef = _release_phases(
@@ -518,7 +506,7 @@ def run_phased_erm(
     phases = plan.phases
     _check_rows(X, phases.n_samples)
     order_rng, noise_rng = rng.spawn(2)
-    order = _row_order(X.shape[0], order_rng, order)
+    order = row_order(X.shape[0], order_rng, order)
     radius = float(problem.radius)
     loss_gradient = margin_gradient(problem.loss, problem.l2_penalty)
 
@@ -556,7 +544,7 @@ def run_strongly_convex(
     """Run the §A8a epochs: Phased-SGD on consecutive disjoint row ranges, each from the last output."""
     _check_rows(X, plan.n_samples)
     order_rng, noise_rng = rng.spawn(2)
-    order = _row_order(X.shape[0], order_rng, order)
+    order = row_order(X.shape[0], order_rng, order)
     radius = float(problem.radius)
     gradient = margin_gradient(problem.loss, problem.l2_penalty)
     w = np.zeros(problem.coef_shape)

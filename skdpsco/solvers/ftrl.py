@@ -1,0 +1,422 @@
+"""Private FTRL (noisy lazy mirror descent, dual averaging) with l2, l1 and l_p geometry.
+
+Spec: ``shared/spec/ftrl_mirror.md`` §0, §1.4, §2.1–§2.5, §3.5, §4.5, §6.3. Algorithm 1 of Arora,
+Marinov & Ullah (2020, arXiv:2002.09609 v1, seed 004): one pass, each row used in exactly one step,
+in an order drawn from ``rng``; the state is the running sum of the noisy gradients and every
+iterate is the FTRL minimiser (§2.1)
+
+    G_t = sum_{j <= t} (g_j + xi_j),    w_{t+1} = argmin_{w in W} <G_t, w> + Psi(w) / eta_{t+1},
+
+with ``w_1 = argmin_W Psi = 0``, computed in closed form by :func:`skdpsco.geometry.ftrl_step` from
+``theta = -eta_{t+1} G_t`` (the lazy projection of §6.3 item 4: never mirror-descend from ``w_t``).
+The last iterate ``w_{n+1}`` is released (§2.2), or the mean of ``w_1..w_n`` with ``average=True``
+(§6.3 item 6).
+
+Privacy: the sound calibration of §3.5, never the paper's
+-----------------------------------------------------------------------------
+The paper's amplified calibrations (Thm 4.1 / 5.4, Cor 4.2, Thm 4.3 / 5.5, Thm 4.4) are false
+(§0 item 2, §3.4: the shift of the differing gradient is a function of the very noise assumed to
+hide it; Lemma C.1 is wrong; noise only at step 1 is not DP at all). None is offered here under any
+name. What holds (§3.5): row ``z_t`` enters step ``t`` only, and that step adds fresh noise
+``xi_t ~ N(0, sigma**2 I)`` independent of the past. Conditioned on the past (which fixes ``w_t``),
+step ``t`` releases ``clip(grad f(w_t, z_t)) + xi_t``, a Gaussian mechanism; every other step has
+the same conditional law under both neighbours, and the iterates are post-processing. By adaptive
+composition the whole trajectory (every iterate, their mean) is exactly as private as **one**
+Gaussian release per row:
+
+* the per-row loss gradient is clipped in l2 to a public ``C``: ``g <- g min(1, C / ||g||_2)``
+  (Frobenius norm for multiclass). The default ``C`` is the loss's l2 Lipschitz bound on the domain,
+  so clipping is a no-op for a Lipschitz loss; it is what makes the bound hold for any input;
+* replace-one sensitivity of a clipped gradient: ``||g - g'||_2 <= 2 C``, attained by ``g' = -g`` on
+  the sphere (§1.1, §3.5 "s = 2L for replace-one"). A ridge term ``lambda w_t`` is added after
+  clipping; it is the same under both neighbours given the past, so it cancels;
+* event ``gaussian_event(sigma, 2 C)``, with ``sigma`` the smallest noise meeting the user's
+  (epsilon, delta) exactly, ``calibrate_noise(lambda s: gaussian_event(s, 2 C), epsilon, delta)``
+  (the PLD accountant is exact for one Gaussian release: §3.5, preference 1). It depends on neither
+  ``n`` nor ``d`` nor the schedule, and holds at every prefix of the stream (anytime, §2.5).
+
+Geometry is post-processing (§3.5, "l_p/l_q geometry (sound)"): the potential, the mirror map and
+``W`` do not change the guarantee. For the l_p and l1 geometries the noise is still isotropic
+Gaussian calibrated to the **l2** sensitivity (the spec's recommended route); the dual norm
+``||.||_q`` (``q >= 2``) enters only the step size, through ``||g||_q <= ||g||_2 <= C`` and
+``E ||xi||_q**2 <= (d m_q)**(2/q) sigma**2`` with ``m_q = E |N(0, 1)|**q`` (§2.4, §4.5).
+``epochs > 1`` would break the single-use argument and is not offered (§6.3 item 2).
+
+Geometries (``constraint`` and ``p``; ``W`` has the public radius ``R = problem.radius``)
+------------------------------------------------------------------------------------------
+* ``'l2'``: Euclidean potential ``||w||_2**2 / 2`` on the l2 ball (lazy projected noisy SGD);
+* ``'lp'``: ``Psi_p = ||w||_p**2 / (2 (p - 1))``, ``1 < p <= 2``, on the l_p ball (radial step);
+* ``'l1'``: the l1 ball, with ``Psi_p`` at ``p = 1 + 1 / ln d`` by default (l1 geometry, §1.4) or at a
+  given ``p`` (``p = 2``: Euclidean projection onto the l1 ball, Duchi et al. 2008);
+* ``None``: ``W = R^d`` with the Euclidean potential; ``R`` is then only the comparator scale of the
+  step size (``||w*||_2 <= R``).
+
+Every ball here lies in the l2 ball of radius ``R`` (``||w||_2 <= ||w||_p`` for ``p <= 2``), the
+domain the loss constants were computed for, so the default ``C`` remains a valid gradient bound.
+
+Step sizes (§2.4, Thm 5.1 / A.3 and A.4): ``D = R / sqrt(2 (p - 1))`` (``Psi_p(w*) <= D**2`` on the
+ball) and ``G`` the bound on the noisy gradient's dual-norm second moment,
+``G = sqrt(B**2 + d sigma**2)`` for ``p = 2`` and ``G = B + (d m_q)**(1/q) sigma`` otherwise, with
+``B = C + lambda R`` the gradient bound (ridge included). ``'fixed'``: ``eta = D / (G sqrt(n))``;
+``'anytime'``: ``eta_t = D / (G sqrt(t))``. All public.
+
+FTRL and the shared noisy-SGD core; amplification by iteration
+--------------------------------------------------------------
+With the Euclidean potential on ``W = R^d`` and a constant step ``eta``, lazy FTRL **is** noisy SGD:
+``w_{t+1} = -eta G_t = w_t - eta (g_t + xi_t)`` exactly, the gradients taken at the same points and
+the noise drawn in the same order; so that case runs on
+:func:`~skdpsco.solvers._core.projected_noisy_sgd` with ``radius=None`` (``tests/test_ftrl.py``
+checks the lazy loop against it on the same noise). It is the only such case: with a constraint the
+lazy iterate ``Pi(-eta G_t)`` differs from the greedy ``Pi(w_t - eta g_t)`` as soon as the boundary
+is reached, which Gaussian noise does with positive probability for every finite ``R``; with the
+anytime schedule ``w_{t+1} = (eta_{t+1} / eta_t) w_t - eta_{t+1} (g_t + xi_t)``, not an SGD step;
+with ``p < 2`` the update is in the dual space. The other cases use :func:`dual_averaging`.
+
+Where FTRL is noisy SGD and the loss is smooth, amplification by iteration applies, but it gains
+nothing for this algorithm: with batch size 1 the last row of the pass is followed by no further
+noise, and :func:`~skdpsco.accounting.amplification_by_iteration_rho` returns ``(2 C)**2 / (2
+sigma**2)``, the zCDP ``rho`` of the very same single Gaussian release (FMTT's per-index bound at the
+last index, ``feldman.md`` pitfall D13), which the PLD conversion of the Gaussian event beats. It is
+therefore not offered; ``tests/test_ftrl.py`` pins this.
+
+Randomness: ``rng`` is split into the row order (a uniformly random permutation, or a fixed public
+``order`` for audits) and the noise, drawn by :func:`skdpsco.solvers._core.gaussian_noise`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy.special import gammaln
+
+from ..accounting import gaussian_event, gaussian_noise_multiplier
+from ..geometry import CONSTRAINTS, dual_exponent, ftrl_step, l1_geometry_exponent
+from . import _core
+from ._core import SolverResult, clip_rows, iter_batches, margin_gradient, projected_noisy_sgd
+from .phased import row_order
+
+if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
+    from . import Problem
+
+__all__ = [
+    "FTRLPlan",
+    "PrivateFTRL",
+    "SCHEDULES",
+    "calibrated_noise_std",
+    "clipped_gradient",
+    "dual_averaging",
+    "ftrl_steps",
+    "gaussian_absolute_moment",
+    "noisy_gradient_bound",
+    "plan_ftrl",
+    "run_ftrl",
+]
+
+SCHEDULES = ("fixed", "anytime")
+"""``'fixed'``: ``eta = D / (G sqrt(n))`` (Thm 5.1 / A.3); ``'anytime'``: ``eta_t = D / (G sqrt(t))``
+(Thm A.4, §2.5)."""
+
+
+# -- public formulas ----------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def calibrated_noise_std(clip_norm: float, epsilon: float, delta: float) -> float:
+    """Smallest ``sigma`` with ``gaussian_event(sigma, 2 C)`` (epsilon, delta)-DP (§3.5, exact PLD)."""
+    return 2.0 * clip_norm * gaussian_noise_multiplier(epsilon, delta)
+
+
+def gaussian_absolute_moment(q: float) -> float:
+    """``m_q = E |N(0, 1)|**q = 2**(q/2) Gamma((q + 1) / 2) / sqrt(pi)`` (§2.4)."""
+    return math.exp(q / 2.0 * math.log(2.0) + gammaln((q + 1.0) / 2.0) - 0.5 * math.log(math.pi))
+
+
+def noisy_gradient_bound(gradient_bound: float, noise_std: float, n_params: int, p: float) -> float:
+    """``G`` with ``E ||g + xi||_q**2 <= G**2`` for ``||g||_2 <= B`` and ``xi ~ N(0, sigma**2 I_d)`` (§2.4).
+
+    ``p = 2``: ``sqrt(B**2 + d sigma**2)`` (``E <g, xi> = 0``). ``p < 2``: Minkowski in ``L2``,
+    ``B + (d m_q)**(1/q) sigma``, from ``||g||_q <= ||g||_2`` and Jensen ``E ||xi||_q**2 <=
+    (E ||xi||_q**q)**(2/q)`` (§2.4 last items, §4.5).
+    """
+    if p == 2.0:
+        return math.sqrt(gradient_bound**2 + n_params * noise_std**2)
+    q = dual_exponent(p)
+    return gradient_bound + (n_params * gaussian_absolute_moment(q)) ** (1.0 / q) * noise_std
+
+
+def ftrl_steps(schedule: str, n_steps: int, diameter: float, noisy_bound: float) -> np.ndarray:
+    """``eta_{t+1}``, ``t = 1..n``: the step that maps ``G_t`` to ``w_{t+1}`` (§2.4).
+
+    ``'fixed'``: ``D / (G sqrt(n))`` throughout; ``'anytime'``: ``D / (G sqrt(t + 1))``.
+    """
+    if schedule == "fixed":
+        return np.full(n_steps, diameter / (noisy_bound * math.sqrt(n_steps)))
+    if schedule == "anytime":
+        return diameter / (noisy_bound * np.sqrt(np.arange(2, n_steps + 2)))
+    raise ValueError(f"schedule must be one of {SCHEDULES}; got {schedule!r}.")
+
+
+def clipped_gradient(loss, clip_norm: float, l2_penalty: float = 0.0) -> _core.GradientFn:
+    """Gradient of one row's loss clipped in l2 (Frobenius) to ``clip_norm``, plus ``l2_penalty w``.
+
+    The ridge term is added after clipping: it is the same under both neighbours given the past, so
+    the sensitivity stays ``2 C`` (module docstring). Batches must be single rows.
+    """
+    loss_gradient = margin_gradient(loss)
+
+    def gradient(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if X.shape[0] != 1:
+            raise ValueError(f"FTRL clips one row's gradient at a time; got a batch of {X.shape[0]} rows.")
+        g = clip_rows(loss_gradient(w, X, y).reshape(1, -1), clip_norm).reshape(w.shape)
+        return g + l2_penalty * w if l2_penalty else g
+
+    return gradient
+
+
+# -- the lazy update loop -----------------------------------------------------------------------------
+
+
+def dual_averaging(
+    gradient: _core.GradientFn,
+    batches: Iterable[tuple[np.ndarray, np.ndarray]],
+    steps: np.ndarray,
+    noise_std: float,
+    shape: tuple,
+    mirror_step: Callable[[np.ndarray], np.ndarray],
+    rng: np.random.Generator,
+    average: bool = False,
+) -> np.ndarray:
+    """FTRL / dual averaging (§2.1, §2.2): ``G <- G + g_t + xi_t``, ``w_{t+1} = mirror_step(-eta_{t+1} G)``.
+
+    Starts at ``w_1 = 0`` (``argmin_W Psi`` for the potentials and balls here), reads one batch per
+    step, draws ``xi_t ~ N(0, noise_std**2 I)`` fresh at every step with
+    :func:`skdpsco.solvers._core.gaussian_noise` (looked up at call time, so tests can weaken it), and
+    returns ``w_{n+1}``, or with ``average=True`` the mean of ``w_1..w_n`` (the points where the
+    gradients were taken). ``G`` is accumulated in float64 (§2.3 "Numerics").
+    """
+    w = np.zeros(shape)
+    total = np.zeros(shape)
+    iterate_sum = np.zeros(shape)
+    for (X_batch, y_batch), eta in zip(batches, steps, strict=True):
+        iterate_sum += w
+        total += gradient(w, X_batch, y_batch)
+        total += _core.gaussian_noise(rng, noise_std, shape)
+        w = mirror_step(-eta * total)
+    return iterate_sum / len(steps) if average else w
+
+
+# -- planning -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FTRLPlan:
+    """A Private-FTRL run of public quantities only, fixed before the data is read.
+
+    Attributes
+    ----------
+    constraint : {None, 'l2', 'l1', 'lp'}
+    p : float
+        Exponent of the potential (2: Euclidean).
+    radius : float
+        ``R`` of the ball (the comparator scale when ``constraint`` is None).
+    schedule : {'fixed', 'anytime'}
+    clip_norm : float
+        ``C``; the replace-one sensitivity of a step is ``2 C``.
+    noise_std : float
+        ``sigma`` of the fresh Gaussian noise of every step.
+    steps : ndarray of shape (n,)
+        ``eta_{t+1}``, ``t = 1..n``.
+    diameter, noisy_bound : float
+        ``D`` and ``G`` of §2.4.
+    average : bool
+        Release the mean of ``w_1..w_n`` instead of ``w_{n+1}``.
+    """
+
+    constraint: str | None
+    p: float
+    radius: float
+    schedule: str
+    clip_norm: float
+    noise_std: float
+    steps: np.ndarray
+    diameter: float
+    noisy_bound: float
+    average: bool = False
+
+    @property
+    def dp_event(self):
+        """One Gaussian release per row with sensitivity ``2 C`` (module docstring, §3.5)."""
+        return gaussian_event(self.noise_std, 2.0 * self.clip_norm)
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.steps.size)
+
+    @property
+    def is_noisy_sgd(self) -> bool:
+        """Whether this FTRL run is exactly noisy SGD (Euclidean, ``R^d``, constant step)."""
+        return self.constraint is None and self.schedule == "fixed"
+
+    def mirror_step(self, theta: np.ndarray) -> np.ndarray:
+        return ftrl_step(theta, self.p, self.constraint, self.radius)
+
+    def info(self) -> dict:
+        return {
+            "algorithm": "ftrl",
+            "constraint": self.constraint,
+            "p": self.p,
+            "schedule": self.schedule,
+            "n_steps": self.n_samples,
+            "clip_norm": self.clip_norm,
+            "noise_std": self.noise_std,
+            "noise_multiplier": self.noise_std / (2.0 * self.clip_norm),
+            "diameter": self.diameter,
+            "noisy_gradient_bound": self.noisy_bound,
+            "first_step": float(self.steps[0]),
+            "last_step": float(self.steps[-1]),
+            "average": self.average,
+        }
+
+
+def _potential_exponent(constraint: str | None, p: float | None, n_params: int) -> float:
+    """``p`` of the potential for ``constraint``, validated (module docstring, "Geometries")."""
+    if constraint not in CONSTRAINTS:
+        raise ValueError(f"constraint must be one of {CONSTRAINTS}; got {constraint!r}.")
+    if constraint in (None, "l2"):
+        if p not in (None, 2, 2.0):
+            raise ValueError(f"constraint={constraint!r} uses the Euclidean potential: pass p=None; got p={p!r}.")
+        return 2.0
+    if p is None:
+        if constraint == "lp":
+            raise ValueError("constraint='lp' needs the exponent p, a number in (1, 2].")
+        return l1_geometry_exponent(n_params)
+    if not (isinstance(p, numbers.Real) and 1.0 < p <= 2.0):
+        raise ValueError(f"p must be a number in (1, 2] (spec §1.2); got {p!r}.")
+    return float(p)
+
+
+def plan_ftrl(
+    problem: Problem, constraint: str | None, p: float | None, schedule: str, clip_norm: float | None, average: bool
+) -> FTRLPlan:
+    """Plan Private FTRL for ``problem``: (epsilon, delta)-DP exactly (module docstring, §3.5)."""
+    exponent = _potential_exponent(constraint, p, problem.n_params)
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}; got {schedule!r}.")
+    if problem.n_samples < 1:
+        raise ValueError(f"Private FTRL needs n_samples >= 1; got {problem.n_samples}.")
+    radius = problem.radius
+    if not (isinstance(radius, numbers.Real) and 0.0 < radius < math.inf):
+        raise ValueError(
+            f"Private FTRL needs a finite public radius > 0 (the ball, or with constraint=None the comparator "
+            f"scale of the step size); got radius={problem.radius!r}."
+        )
+    radius = float(radius)
+    lam = float(problem.l2_penalty)
+    if not lam >= 0.0:
+        raise ValueError(f"l2_penalty must be >= 0; got {problem.l2_penalty!r}.")
+    clip = float(problem.constants.lipschitz if clip_norm is None else clip_norm)
+    if not 0.0 < clip < math.inf:
+        raise ValueError(
+            f"Private FTRL clips per-row gradients to a public norm C, and the loss {problem.loss.name!r} has no "
+            f"finite Lipschitz bound on this domain to default to (got C={clip!r}); pass clip_norm > 0."
+        )
+    sigma = calibrated_noise_std(clip, float(problem.epsilon), float(problem.delta))
+    diameter = radius / math.sqrt(2.0 * (exponent - 1.0))
+    noisy_bound = noisy_gradient_bound(clip + lam * radius, sigma, problem.n_params, exponent)
+    steps = ftrl_steps(schedule, int(problem.n_samples), diameter, noisy_bound)
+    steps.setflags(write=False)
+    return FTRLPlan(constraint, exponent, radius, schedule, clip, sigma, steps, diameter, noisy_bound, bool(average))
+
+
+# -- running ------------------------------------------------------------------------------------------
+
+
+def run_ftrl(
+    plan: FTRLPlan,
+    X,
+    y: np.ndarray,
+    problem: Problem,
+    rng: np.random.Generator,
+    order: np.ndarray | None = None,
+) -> SolverResult:
+    """Run planned Private FTRL over rows already clipped to the public bound, one row per step.
+
+    ``X`` is anything with ``shape`` whose ``X[rows]`` is a dense row block (an ndarray, or a lazy
+    row reader for data that does not fit in memory).
+    """
+    n = plan.n_samples
+    if X.shape[0] != n:
+        raise ValueError(f"The plan is for {n} rows; got {X.shape[0]}.")
+    order_rng, noise_rng = rng.spawn(2)
+    rows = row_order(n, order_rng, order)
+    gradient = clipped_gradient(problem.loss, plan.clip_norm, float(problem.l2_penalty))
+    batches = iter_batches(X, y, rows, np.ones(n, dtype=np.int64))
+    shape = tuple(problem.coef_shape)
+    if plan.is_noisy_sgd:
+        coef = projected_noisy_sgd(
+            gradient, batches, plan.steps, np.full(n, plan.noise_std), np.zeros(shape), None, noise_rng, plan.average
+        )
+    else:
+        coef = dual_averaging(
+            gradient, batches, plan.steps, plan.noise_std, shape, plan.mirror_step, noise_rng, plan.average
+        )
+    return SolverResult(coef=coef, dp_event=plan.dp_event, n_gradients=n, info=plan.info())
+
+
+# -- the public algorithm -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrivateFTRL:
+    """Private FTRL / noisy lazy mirror descent (``ftrl_mirror.md``), public name ``'ftrl'``.
+
+    One pass, one row per step, fresh Gaussian noise per step, accounted as one Gaussian release per
+    row with sensitivity ``2 C`` (§3.5; the paper's amplified calibration is unsound and not offered).
+    Works for non-smooth losses (hinge, absolute): no smoothness is used.
+
+    Parameters
+    ----------
+    constraint : {'l2', 'l1', 'lp', None}, default='l2'
+        The domain: the ball of that norm with radius ``problem.radius``, or ``R^d`` (None,
+        Euclidean; exactly noisy SGD with the fixed schedule).
+    p : float or None, default=None
+        Exponent of the potential ``||w||_p**2 / (2 (p - 1))``, in ``(1, 2]``. Required for ``'lp'``;
+        for ``'l1'``, None means ``1 + 1 / ln d`` (l1 geometry) and ``2`` the Euclidean potential;
+        must be None for ``'l2'`` and None.
+    schedule : {'fixed', 'anytime'}, default='fixed'
+        ``eta = D / (G sqrt(n))`` or ``eta_t = D / (G sqrt(t))`` (§2.4).
+    clip_norm : float or None, default=None
+        ``C``, the public l2 bound per-row loss gradients are clipped to. None: the loss's Lipschitz
+        bound on the domain (clipping is then a no-op).
+    average : bool, default=False
+        Release the mean of the iterates ``w_1..w_n`` instead of the last iterate ``w_{n+1}``.
+    """
+
+    constraint: str | None = "l2"
+    p: float | None = None
+    schedule: str = "fixed"
+    clip_norm: float | None = None
+    average: bool = False
+
+    requires_smooth_loss = False  # subgradients suffice (Thm 5.1 / A.3); privacy needs only the clip
+
+    def __post_init__(self):
+        if self.constraint not in CONSTRAINTS:
+            raise ValueError(f"constraint must be one of {CONSTRAINTS}; got {self.constraint!r}.")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}; got {self.schedule!r}.")
+        clip = self.clip_norm
+        if clip is not None and not (isinstance(clip, numbers.Real) and 0 < clip < math.inf):
+            raise ValueError(f"clip_norm must be None or a finite number > 0; got {self.clip_norm!r}.")
+
+    def plan(self, problem: Problem) -> FTRLPlan:
+        return plan_ftrl(problem, self.constraint, self.p, self.schedule, self.clip_norm, self.average)
+
+    def run(self, plan, X, y, problem: Problem, rng: np.random.Generator, order=None) -> SolverResult:
+        return run_ftrl(plan, X, y, problem, rng, order)
