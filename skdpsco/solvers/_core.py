@@ -4,6 +4,17 @@ One loop, used by all algorithms: consecutive disjoint batches read from an iter
 blocks, averaged gradient, optional Gaussian noise on the gradient, Euclidean projection onto
 the ball of public radius, last iterate returned (``feldman.md`` §A1 pseudocode, pitfalls D1,
 D4, D5). Solvers differ only in the schedule they feed it.
+
+The loop has two implementations with one meaning. :func:`reference_projected_noisy_sgd` is the
+numpy reference: any gradient function, any iterable of row blocks. The compiled kernel
+(:mod:`skdpsco.solvers._kernel`, Cython) runs the common case at the speed of one pass over the
+data: a :func:`margin_gradient` of a loss with a C derivative (:func:`kernel_loss`), row blocks
+from :func:`iter_batches` over a C-contiguous float64 ``X``, and a parameter vector (not a
+multiclass matrix). :func:`projected_noisy_sgd` picks between them by that explicit rule
+(:func:`uses_kernel`). In both, every noise draw comes from :func:`gaussian_noise` with the same
+generator in the same order (the kernel receives the rows drawn for a chunk of steps), so the two
+produce the same iterates for the same seed (``tests/test_kernel.py``) and the privacy audits,
+which weaken :func:`gaussian_noise`, exercise the code path that production runs.
 """
 
 from __future__ import annotations
@@ -12,6 +23,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss, QHingeLoss, SquaredHingeLoss
+from ..smoothing import GaussianSmoothedLoss
+from . import _kernel
 
 GradientFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -54,8 +69,12 @@ def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
     return X * scale[:, None]
 
 
-def gaussian_noise(rng: np.random.Generator, std: float, shape: tuple) -> np.ndarray:
+def gaussian_noise(rng: np.random.Generator, std, shape: tuple) -> np.ndarray:
     """The one place privacy noise is drawn: ``N(0, std**2)`` in float64.
+
+    ``std`` is a float, or an array broadcastable to ``shape`` (one standard deviation per row of
+    noise, as the compiled loop asks for a chunk of steps at once); the draws are the same, in the
+    same order, as one call per row.
 
     Floating-point Gaussian sampling is not formally DP (Mironov 2012); a fixed ``random_state``
     reproduces the noise and is for experiments only.
@@ -63,15 +82,73 @@ def gaussian_noise(rng: np.random.Generator, std: float, shape: tuple) -> np.nda
     return rng.normal(0.0, std, size=shape)
 
 
-def iter_batches(
-    X: np.ndarray, y: np.ndarray, order: np.ndarray, batch_sizes: Iterable[int]
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+@dataclass(frozen=True)
+class RowBatches:
+    """Consecutive disjoint row blocks ``X[order[start:start + B_t]]``, each row used once.
+
+    Iterating yields ``(X_batch, y_batch)`` copies, one per entry of ``batch_sizes``; the compiled
+    loop reads the same rows in place instead (no copy of ``X``).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    order: np.ndarray
+    batch_sizes: np.ndarray
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        start = 0
+        for size in self.batch_sizes:
+            rows = self.order[start : start + size]
+            start += size
+            yield self.X[rows], self.y[rows]
+
+
+def iter_batches(X: np.ndarray, y: np.ndarray, order: np.ndarray, batch_sizes: Iterable[int]) -> RowBatches:
     """Consecutive disjoint row blocks ``X[order[start:start + B]]``, each row used once."""
-    start = 0
-    for size in batch_sizes:
-        rows = order[start : start + size]
-        start += size
-        yield X[rows], y[rows]
+    return RowBatches(X, y, np.asarray(order), np.asarray(batch_sizes, dtype=np.int64))
+
+
+def pool_noise(steps: np.ndarray, noise_stds: np.ndarray, every: int) -> np.ndarray:
+    """Noise every ``every`` steps carrying the variance of the steps it replaces (last step noisy).
+
+    Returns ``sigma'`` with ``sigma'_b = sqrt(sum_{s in block} eta_s**2 sigma_s**2) / eta_b`` at the
+    last step ``b`` of each block of ``every`` consecutive steps, counted back from the last step
+    ``T`` (so step ``T`` is noisy and the first block may be shorter), and ``0`` elsewhere. For a
+    constant step this is noise every ``k`` steps with ``k`` times the variance. The total noise
+    injected, ``sum_t eta_t**2 sigma_t**2``, is unchanged, and so is every SGD utility bound that
+    depends on the noise through it (FKT Thm 3.2 / 3.4, ``feldman.md`` §A2).
+
+    Privacy, for algorithms whose guarantee is amplification by iteration (Snowball, PNSGD;
+    ``feldman.md`` §0.4) and only for them: the pooled run is a contractive noisy iteration
+    (FMTT Def 19) whose noise at step ``s`` has standard deviation ``tau_s = eta_s sigma'_s``,
+    ``0`` between block ends. FMTT Thm 22 allows ``tau_s = 0``: take ``a_s = 0`` there, since
+    ``R_alpha(point mass, 0) = 0``; the single-difference corollary (FKT Cor 2.14, ``feldman.md``
+    §0.4, optimal ``a_s`` proportional to ``tau_s**2``) then gives, for a row of batch ``t``
+    shifting step ``t`` by ``s_t = 2 L eta_t / B_t``,
+
+        D_alpha <= alpha s_t**2 / (2 sum_{s >= t} tau_s**2),
+
+    finite because the last step is noisy (the shift is carried forward to the next noisy step,
+    ``z_s > 0`` in between, and absorbed by step ``T`` at the latest). Every ``t`` lies in a block
+    whose end ``b >= t`` carries the variance of the whole block, so
+    ``sum_{s >= t} tau_s**2 >= sum_{s >= t} eta_s**2 sigma_s**2``: the pooled schedule's ``rho``
+    is at most that of the per-step schedule, with equality for rows at the start of a block.
+    The per-step event (:func:`skdpsco.accounting.amplification_by_iteration_rho`) therefore
+    covers the pooled run (``tests/test_kernel.py`` checks it, and audits it).
+
+    Not valid for guarantees that compose per-step Gaussian releases (gradient perturbation with
+    averaging, private FTRL): those need every step's noise.
+    """
+    if not (isinstance(every, (int, np.integer)) and every >= 1):
+        raise ValueError(f"every must be an integer >= 1; got {every!r}.")
+    steps = np.asarray(steps, dtype=float)
+    noise_stds = np.broadcast_to(np.asarray(noise_stds, dtype=float), steps.shape)
+    variance = (steps * noise_stds) ** 2
+    ends = np.arange(steps.size - 1, -1, -every)[::-1]  # last step of each block, T - 1 included
+    block_variance = np.add.reduceat(variance, np.concatenate(([0], ends[:-1] + 1)))
+    pooled = np.zeros(steps.size)
+    pooled[ends] = np.sqrt(block_variance) / steps[ends]
+    return pooled
 
 
 def projected_noisy_sgd(
@@ -91,6 +168,9 @@ def projected_noisy_sgd(
     privacy comes from output perturbation: an amplification-by-iteration guarantee covers the
     last iterate alone (FKT20 §6, ``feldman.md`` §A9), and those solvers never ask for it.
 
+    Runs the compiled kernel when :func:`uses_kernel` says so, else the numpy reference
+    :func:`reference_projected_noisy_sgd`; both give the same iterates for the same ``rng``.
+
     Parameters
     ----------
     gradient : callable
@@ -108,26 +188,151 @@ def projected_noisy_sgd(
         Source of the noise, independent of the batch order.
     """
     w = np.array(w0, dtype=float)
-    total = np.zeros_like(w)
-    for (X_batch, y_batch), eta, sigma in zip(batches, steps, noise_stds, strict=True):
-        total += w
-        g = gradient(w, X_batch, y_batch)
-        if sigma > 0:
-            g = g + gaussian_noise(rng, sigma, w.shape)
-        w = project_to_ball(w - eta * g, radius)
+    total = np.zeros_like(w) if average else None
+    noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng)
     return total / len(steps) if average else w
 
 
-def margin_gradient(loss, l2_penalty: float = 0.0) -> GradientFn:
+def noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng) -> None:
+    """The steps of :func:`projected_noisy_sgd` (same parameters) from the current iterate ``w``,
+    updated in place, adding every point at which a gradient is taken to ``total`` (in place;
+    ``None`` when no average is wanted).
+
+    For solvers that run a long schedule chunk by chunk in bounded memory (a chunk's rows drawn
+    just before it runs, :mod:`skdpsco.solvers.holder`): consecutive calls on consecutive chunks
+    give the iterates of one call on the whole schedule.
+    """
+    if uses_kernel(gradient, batches, w):
+        _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng)
+    else:
+        _reference_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng)
+
+
+def reference_projected_noisy_sgd(gradient, batches, steps, noise_stds, w0, radius, rng, average=False):
+    """The numpy reference of :func:`projected_noisy_sgd` (same parameters): one step at a time."""
+    w = np.array(w0, dtype=float)
+    total = np.zeros_like(w)
+    _reference_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng)
+    return total / len(steps) if average else w
+
+
+def _reference_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng) -> None:
+    for (X_batch, y_batch), eta, sigma in zip(batches, steps, noise_stds, strict=True):
+        if total is not None:
+            total += w
+        g = gradient(w, X_batch, y_batch)
+        if sigma > 0:
+            g = g + gaussian_noise(rng, sigma, w.shape)
+        w[...] = project_to_ball(w - eta * g, radius)
+
+
+KERNEL_CHUNK_STEPS = 4096
+"""Steps per call of the compiled kernel: the noise of a chunk is drawn in one
+:func:`gaussian_noise` call (at most ``4096 p`` floats), amortising Python overhead."""
+
+
+def kernel_loss(loss) -> tuple[int, float] | None:
+    """``(code, parameter)`` of the C derivative of ``loss`` in :mod:`._kernel`, or None.
+
+    Exact types only: a subclass may change ``derivative``. Multiclass losses have none (the
+    reference runs them).
+    """
+    codes = _kernel.LOSS_CODES
+    kind = type(loss)
+    if kind is LogisticLoss:
+        return codes["logistic"], 0.0
+    if kind is HingeLoss:
+        return codes["hinge"], 0.0
+    if kind in (QHingeLoss, SquaredHingeLoss):
+        return codes["q_hinge"], loss.q
+    if kind is PowerLoss:
+        return codes["power"], loss.p
+    if kind is HuberLoss:
+        return codes["huber"], loss.epsilon
+    if kind is GaussianSmoothedLoss:
+        base = "smooth_hinge" if type(loss.base) is HingeLoss else "smooth_absolute"
+        return codes[base], loss.width
+    return None
+
+
+def uses_kernel(gradient, batches, w0) -> bool:
+    """The dispatch rule of :func:`projected_noisy_sgd`: the compiled kernel runs the loop iff the
+    gradient is a :func:`margin_gradient` of a loss with a C derivative (:func:`kernel_loss`), the
+    batches come from :func:`iter_batches` over a 2-D C-contiguous float64 ``X``, and ``w0`` is a
+    vector with one entry per column of ``X``."""
+    if not (isinstance(gradient, MarginGradient) and isinstance(batches, RowBatches)):
+        return False
+    X = batches.X
+    return (
+        kernel_loss(gradient.loss) is not None
+        and isinstance(X, np.ndarray)
+        and X.ndim == 2
+        and X.dtype == np.float64
+        and X.flags.c_contiguous
+        and np.ndim(w0) == 1
+        and np.shape(w0)[0] == X.shape[1]
+    )
+
+
+def _chunk_noise(rng, stds: np.ndarray, n_params: int) -> np.ndarray:
+    """Noise rows for the noisy steps of one chunk: one :func:`gaussian_noise` call, drawing what
+    one call per step would draw, in the same order."""
+    if stds.size == 0:
+        return np.empty((0, n_params))
+    std = stds[0] if np.all(stds == stds[0]) else stds[:, None]
+    return np.ascontiguousarray(gaussian_noise(rng, std, (stds.size, n_params)), dtype=np.float64)
+
+
+def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng) -> None:
+    """:func:`noisy_sgd_steps` on the compiled kernel, chunk by chunk of steps."""
+    code, parameter = kernel_loss(gradient.loss)
+    steps = np.ascontiguousarray(steps, dtype=np.float64)
+    noise_stds = np.ascontiguousarray(noise_stds, dtype=np.float64)
+    sizes = batches.batch_sizes.astype(np.intp)
+    order = np.ascontiguousarray(batches.order, dtype=np.intp)
+    if not (sizes.ndim == 1 and sizes.shape == steps.shape == noise_stds.shape):
+        raise ValueError(f"Got {sizes.size} batches for {steps.size} steps and {noise_stds.size} noise levels.")
+    if np.any(sizes < 1) or sizes.sum() > order.size:
+        raise ValueError(f"Batch sizes must be >= 1 and sum to at most the {order.size} rows in order.")
+    if order.size and (order.min() < 0 or order.max() >= batches.X.shape[0]):
+        raise ValueError(f"order must index the {batches.X.shape[0]} rows of X.")
+    average = total is not None
+    total = total if average else np.empty_like(w)
+    if not (w.dtype == total.dtype == np.float64 and w.flags.c_contiguous and total.flags.c_contiguous):
+        raise ValueError("w and total must be C-contiguous float64 vectors.")
+    y = np.ascontiguousarray(batches.y, dtype=np.float64)
+    work = np.empty_like(w)
+    start = 0
+    for first in range(0, steps.size, KERNEL_CHUNK_STEPS):
+        chunk = slice(first, first + KERNEL_CHUNK_STEPS)
+        noisy = noise_stds[chunk] > 0
+        noise = _chunk_noise(rng, noise_stds[chunk][noisy], w.size)
+        start = _kernel.run_steps(
+            batches.X, y, order, start, sizes[chunk], steps[chunk], noise, noisy.view(np.uint8),
+            w, total, work, code, parameter, gradient.l2_penalty, 0.0 if radius is None else float(radius),
+            average,
+        )
+
+
+@dataclass(frozen=True)
+class MarginGradient:
     """Batch-averaged gradient in ``w`` of ``loss(<w, x>, y) + l2_penalty ||w||**2 / 2``.
 
     ``w`` has shape (p,) for binary and regression losses and (K, p) for multiclass losses; the
-    gradient of a row is ``loss.derivative(z, y) x`` (outer product for multiclass).
+    gradient of a row is ``loss.derivative(z, y) x`` (outer product for multiclass). A callable
+    ``gradient(w, X, y)``; its fields tell :func:`projected_noisy_sgd` which compiled derivative
+    computes the same thing.
     """
 
-    def gradient(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        z = X @ w.T
-        g = loss.derivative(z, y).T @ X / X.shape[0]
-        return g + l2_penalty * w if l2_penalty else g
+    loss: object
+    l2_penalty: float = 0.0
 
-    return gradient
+    def __call__(self, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        z = X @ w.T
+        g = self.loss.derivative(z, y).T @ X / X.shape[0]
+        return g + self.l2_penalty * w if self.l2_penalty else g
+
+
+def margin_gradient(loss, l2_penalty: float = 0.0) -> MarginGradient:
+    """Batch-averaged gradient of a margin loss plus a ridge term (see :class:`MarginGradient`)."""
+    return MarginGradient(loss, float(l2_penalty))

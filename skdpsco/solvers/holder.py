@@ -4,7 +4,7 @@ Spec: ``shared/spec/wang_holder.md`` §1–§2, §4, §6. Both algorithms run pr
 ``w_1 = 0`` on the ball of public radius ``R`` with a constant step, **one row per step drawn
 uniformly with replacement** (§2.1, pitfall §6.1: both proofs need it), and release the average
 ``(1/T) sum_{t=1..T} w_t`` (``w_1`` included, ``w_{T+1}`` not; §2.1, §6 item 11), which is what
-:func:`~skdpsco.solvers._core.projected_noisy_sgd` returns with ``average=True``. The indices are
+the shared core (:func:`~skdpsco.solvers._core.noisy_sgd_steps`) accumulates. The indices are
 drawn ``_CHUNK`` at a time, so memory is ``O(n + p + _CHUNK p)`` whatever ``T``.
 
 * :class:`OutputPerturbationSGD` (Algorithm 1, §2.3): plain SGD, then Gaussian noise on the
@@ -55,7 +55,6 @@ indices and the noise: for experiments only (§6 item 13).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -72,7 +71,7 @@ from ..accounting import (
     wang_uniform_stability_bound,
 )
 from . import _core
-from ._core import SolverResult, margin_gradient, project_to_ball, projected_noisy_sgd
+from ._core import SolverResult, iter_batches, margin_gradient, noisy_sgd_steps, project_to_ball
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
     from . import Problem
@@ -201,22 +200,12 @@ def _check_schedule_options(max_steps, step_scale) -> None:
 # -- sampling (§2.1, §6 item 1) -----------------------------------------------------------------
 
 
-def _rows_at(X, y, indices: np.ndarray, counts: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """One-row blocks at ``indices`` (gathered once per chunk); adds the draws to ``counts``."""
-    counts += np.bincount(indices, minlength=counts.size)
-    X_chunk, y_chunk = X[indices], y[indices]
-    for j in range(indices.size):
-        yield X_chunk[j : j + 1], y_chunk[j : j + 1]
-
-
-def _uniform_rows(X, y, n_steps: int, rng: np.random.Generator, counts: np.ndarray, indices=None):
-    """One row per step, drawn uniformly with replacement from ``rng`` (``_CHUNK`` indices at a
-    time), or at the given ``indices``; the number of draws of each row is added to ``counts``."""
-    n_rows = X.shape[0]
+def _uniform_indices(n_rows: int, n_steps: int, rng: np.random.Generator, indices=None):
+    """One row index per step, drawn uniformly with replacement from ``rng``, ``_CHUNK`` at a
+    time (or read from the given ``indices``): memory ``O(_CHUNK)`` whatever ``T``."""
     for start in range(0, n_steps, _CHUNK):
         size = min(_CHUNK, n_steps - start)
-        chunk = rng.integers(0, n_rows, size=size) if indices is None else indices[start : start + size]
-        yield from _rows_at(X, y, chunk, counts)
+        yield rng.integers(0, n_rows, size=size) if indices is None else indices[start : start + size]
 
 
 def _check_rows(X, n_samples: int) -> None:
@@ -226,20 +215,27 @@ def _check_rows(X, n_samples: int) -> None:
 
 def _averaged_sgd(X, y, problem: Problem, n_steps, step, noise_std, rng, indices=None):
     """Average of ``w_1..w_T`` of projected SGD from 0 with one uniform row per step and Gaussian
-    noise of standard deviation ``noise_std`` on each gradient (0 for none); also the draw counts."""
+    noise of standard deviation ``noise_std`` on each gradient (0 for none); also the draw counts.
+
+    The shared core runs the steps chunk by chunk of drawn indices (the compiled kernel when the
+    loss has one), so ``T = n**2`` steps at ``alpha = 0`` cost no ``O(T)`` memory."""
     index_rng, noise_rng = rng.spawn(2)
     counts = np.zeros(X.shape[0], dtype=np.int64)
-    coef = projected_noisy_sgd(
-        margin_gradient(problem.loss, problem.l2_penalty),
-        _uniform_rows(X, y, n_steps, index_rng, counts, indices),
-        np.broadcast_to(float(step), (n_steps,)),
-        np.broadcast_to(float(noise_std), (n_steps,)),
-        np.zeros(problem.coef_shape),
-        problem.radius,
-        noise_rng,
-        average=True,
-    )
-    return coef, counts, noise_rng
+    gradient = margin_gradient(problem.loss, problem.l2_penalty)
+    w, total = np.zeros(problem.coef_shape), np.zeros(problem.coef_shape)
+    for chunk in _uniform_indices(X.shape[0], n_steps, index_rng, indices):
+        counts += np.bincount(chunk, minlength=counts.size)
+        noisy_sgd_steps(
+            gradient,
+            iter_batches(X, y, chunk, np.ones(chunk.size, dtype=np.int64)),
+            np.full(chunk.size, float(step)),
+            np.full(chunk.size, float(noise_std)),
+            w,
+            total,
+            problem.radius,
+            noise_rng,
+        )
+    return total / n_steps, counts, noise_rng
 
 
 # -- Algorithm 1: output perturbation -----------------------------------------------------------

@@ -228,7 +228,8 @@ class PhasedPlan:
         }
 
 
-def _freeze(*arrays: np.ndarray) -> None:
+def freeze_arrays(*arrays: np.ndarray) -> None:
+    """Make a plan's public arrays read-only, so a frozen plan is immutable."""
     for array in arrays:
         array.setflags(write=False)
 
@@ -240,7 +241,7 @@ def _sgd_phases(
     sizes = phase_sizes(n_rows)
     steps = phase_steps(step, sizes.size)
     sensitivities = 2.0 * lipschitz * steps
-    _freeze(sizes, steps, sensitivities)
+    freeze_arrays(sizes, steps, sensitivities)
     return PhasedPlan(sizes, steps, sensitivities, noise_multiplier, step, average)
 
 
@@ -254,7 +255,7 @@ class _Constants:
     l2_penalty: float  # lambda
 
 
-def _constants(problem: Problem, algorithm: str) -> _Constants:
+def validated_constants(problem: Problem, algorithm: str) -> _Constants:
     """Validated constants of ``problem``; a clear error when ``algorithm`` cannot run on it."""
     c = problem.constants
     lam = float(problem.l2_penalty)
@@ -276,7 +277,7 @@ def _constants(problem: Problem, algorithm: str) -> _Constants:
 
 def plan_phased_sgd(problem: Problem, average: bool, step_scale: float) -> PhasedPlan:
     """Plan Phased-SGD (§A6) for ``problem``: (epsilon, delta)-DP exactly (module docstring)."""
-    c = _constants(problem, "PhasedSGD")
+    c = validated_constants(problem, "PhasedSGD")
     n_rows = _check_n_samples(problem.n_samples)  # before the (slower) calibration
     sigma_unit = gaussian_noise_multiplier(float(problem.epsilon), float(problem.delta))
     step = step_scale * base_step(
@@ -326,7 +327,7 @@ def plan_phased_erm(problem: Problem, step_scale: float) -> PhasedERMPlan:
     regulariser's exact strong convexity, pitfall D14), and the certified solver is within
     ``tau_i`` of it on both datasets: ``Delta_i = L eta_i + 2 tau_i``.
     """
-    c = _constants(problem, "PhasedERM")
+    c = validated_constants(problem, "PhasedERM")
     sizes = phase_sizes(problem.n_samples)
     sigma_unit = gaussian_noise_multiplier(float(problem.epsilon), float(problem.delta))
     radius = float(problem.radius)
@@ -349,7 +350,7 @@ def plan_phased_erm(problem: Problem, step_scale: float) -> PhasedERMPlan:
         ],
         dtype=np.int64,
     )
-    _freeze(sizes, steps, tolerances, sensitivities, strong_convexity, smoothness, n_iterations)
+    freeze_arrays(sizes, steps, tolerances, sensitivities, strong_convexity, smoothness, n_iterations)
     phases = PhasedPlan(sizes, steps, sensitivities, sigma_unit, step)
     return PhasedERMPlan(phases, tolerances, smoothness, strong_convexity, n_iterations)
 
@@ -391,7 +392,7 @@ def plan_strongly_convex(problem: Problem, average: bool) -> StronglyConvexPlan:
             "StronglyConvexPhasedSGD needs strong convexity from an explicit ridge term: set alpha > 0 "
             f"(problem.l2_penalty = {problem.l2_penalty!r})."
         )
-    c = _constants(problem, "StronglyConvexPhasedSGD")
+    c = validated_constants(problem, "StronglyConvexPhasedSGD")
     n_rows = _check_n_samples(problem.n_samples)  # then every epoch has >= 2 rows (strongly_convex_schedule)
     sigma_unit = gaussian_noise_multiplier(float(problem.epsilon), float(problem.delta))
     n_epochs, rate, radii = strongly_convex_schedule(
@@ -409,7 +410,7 @@ def plan_strongly_convex(problem: Problem, average: bool) -> StronglyConvexPlan:
     epochs = tuple(
         _sgd_phases(m, min(eta, cap), c.lipschitz, sigma_unit, average) for m, eta in zip(sizes, steps, strict=True)
     )
-    _freeze(radii)
+    freeze_arrays(radii)
     return StronglyConvexPlan(epochs, radii, rate)
 
 
@@ -449,7 +450,8 @@ def row_order(n_rows: int, order_rng: np.random.Generator, order: np.ndarray | N
     return order
 
 
-def _check_rows(X: np.ndarray, n_rows: int) -> None:
+def check_row_count(X: np.ndarray, n_rows: int) -> None:
+    """Refuse rows that are not the ``n_rows`` the plan was made for."""
     if X.shape[0] != n_rows:
         raise ValueError(f"The plan is for {n_rows} rows; got {X.shape[0]}.")
 
@@ -482,7 +484,7 @@ def run_phased_sgd(
     order: np.ndarray | None = None,
 ) -> SolverResult:
     """Run planned Phased-SGD on rows already clipped to the public bound; start at ``w_0 = 0``."""
-    _check_rows(X, plan.n_samples)
+    check_row_count(X, plan.n_samples)
     order_rng, noise_rng = rng.spawn(2)  # pitfall D16: the noise is independent of the order
     order = row_order(X.shape[0], order_rng, order)
     radius = float(problem.radius)
@@ -504,7 +506,7 @@ def run_phased_erm(
 ) -> SolverResult:
     """Run planned Phased-ERM (§A7) with the certified deterministic solver of :mod:`.erm`."""
     phases = plan.phases
-    _check_rows(X, phases.n_samples)
+    check_row_count(X, phases.n_samples)
     order_rng, noise_rng = rng.spawn(2)
     order = row_order(X.shape[0], order_rng, order)
     radius = float(problem.radius)
@@ -542,7 +544,7 @@ def run_strongly_convex(
     order: np.ndarray | None = None,
 ) -> SolverResult:
     """Run the §A8a epochs: Phased-SGD on consecutive disjoint row ranges, each from the last output."""
-    _check_rows(X, plan.n_samples)
+    check_row_count(X, plan.n_samples)
     order_rng, noise_rng = rng.spawn(2)
     order = row_order(X.shape[0], order_rng, order)
     radius = float(problem.radius)
@@ -569,7 +571,8 @@ def run_strongly_convex(
 # -- the public algorithms ------------------------------------------------------------------------------
 
 
-def _check_step_scale(step_scale: float) -> None:
+def check_step_scale(step_scale: float) -> None:
+    """Refuse a ``step_scale`` that is not a finite positive number."""
     if not (isinstance(step_scale, (int, float)) and 0 < step_scale < math.inf):
         raise ValueError(f"step_scale must be a finite number > 0; got {step_scale!r}.")
 
@@ -594,7 +597,7 @@ class PhasedSGD:
     step_scale: float = 1.0
 
     def __post_init__(self):
-        _check_step_scale(self.step_scale)
+        check_step_scale(self.step_scale)
 
     def plan(self, problem: Problem) -> PhasedPlan:
         return plan_phased_sgd(problem, bool(self.average), float(self.step_scale))
@@ -622,7 +625,7 @@ class PhasedERM:
     step_scale: float = 1.0
 
     def __post_init__(self):
-        _check_step_scale(self.step_scale)
+        check_step_scale(self.step_scale)
 
     def plan(self, problem: Problem) -> PhasedERMPlan:
         return plan_phased_erm(problem, float(self.step_scale))

@@ -14,9 +14,11 @@ Choices made here, each derived in the spec:
 * the number of steps ``T`` is the largest for which the schedule fits in ``n`` rows (§A3,
   "Choosing T from a given n");
 * the gradient noise is ``sigma = kappa L / sqrt(p)`` with the noise multiplier ``kappa`` of the
-  §A3 generalisation, chosen among public values to minimise the utility bound (Thm 3.4 / 3.2 with
-  second moment ``(1 + kappa**2) L**2``): ``(1 + kappa**2) / T`` for JNN steps and
-  ``(1 + kappa**2) (2 + ln T)**2 / T`` for constant steps. ``kappa = 1`` is the paper's choice;
+  §A3 generalisation, chosen by the public defaults rule
+  :func:`skdpsco.defaults.snowball_noise_multiplier` to minimise the utility bound (Thm 3.4 / 3.2
+  with second moment ``(1 + kappa**2) L**2``): ``(1 + kappa**2) / T(kappa)`` for JNN steps and
+  ``(1 + kappa**2) (2 + ln T)**2 / T(kappa)`` for constant steps, ``T(kappa)`` from the exact
+  batches. ``kappa = 1`` is the paper's choice;
 * every step obeys ``eta_t <= 2 / beta`` (FMTT Prop. 18) for the loss actually optimised: a
   schedule whose largest step exceeds it is scaled down as a whole (batch sizes depend only on
   step ratios, so privacy is unchanged).
@@ -31,11 +33,11 @@ from functools import lru_cache
 import numpy as np
 
 from ..accounting import amplification_by_iteration_rho, calibrate_zcdp_rho, zcdp_event
+from ..defaults import SNOWBALL_NOISE_MULTIPLIERS as NOISE_MULTIPLIERS
+from ..defaults import snowball_noise_multiplier
 from ._core import SolverResult, iter_batches, projected_noisy_sgd
 
 SCHEDULES = ("jnn", "constant")
-NOISE_MULTIPLIERS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
-"""Public grid of ``kappa`` values the default rule chooses from (``kappa = 1`` is FKT's)."""
 
 _CEIL_SAFETY = 1.0 + 1e-12  # feldman.md pitfall D7: round batch sizes up, robustly.
 
@@ -99,14 +101,6 @@ def max_steps(n_samples: int, schedule: str, n_params: int, kappa: float, rho: f
         else:
             infeasible = mid
     return feasible
-
-
-def _utility_factor(schedule: str, kappa: float, n_steps: int) -> float:
-    """Square of the excess-risk bound up to ``(D L)**2``: FKT Thm 3.4 (JNN) / Thm 3.2 (constant)."""
-    if n_steps == 0:
-        return math.inf
-    log_factor = 1.0 if schedule == "jnn" else (2.0 + math.log(n_steps)) ** 2
-    return (1.0 + kappa**2) * log_factor / n_steps
 
 
 def min_samples(n_params: int, epsilon: float, delta: float) -> int:
@@ -173,8 +167,7 @@ def plan_snowball(
     if not (0 < lipschitz < math.inf and 0 < smoothness < math.inf):
         raise ValueError("Snowball-SGD needs a Lipschitz, smooth loss on the domain (finite L and beta).")
     rho = calibrate_zcdp_rho(epsilon, delta)
-    candidates = [(kappa, max_steps(n_samples, schedule, n_params, kappa, rho)) for kappa in NOISE_MULTIPLIERS]
-    kappa, n_steps = min(candidates, key=lambda c: _utility_factor(schedule, c[0], c[1]))
+    kappa, n_steps = snowball_noise_multiplier(n_samples, n_params, rho, schedule)
     if n_steps == 0:
         raise ValueError(
             f"Snowball-SGD needs at least {min_samples(n_params, epsilon, delta)} rows for "

@@ -1,0 +1,192 @@
+"""The compiled per-example loop (``skdpsco/solvers/_kernel.pyx``) against its numpy reference, the
+dispatch rule between them, and pooled noise (``_core.pool_noise``): its accounting and an audit."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import skdpsco.solvers._core as core
+from skdpsco import DPLogisticRegression, PrivacyAccountant
+from skdpsco.accounting import amplification_by_iteration_rho
+from skdpsco.losses import (
+    HingeLoss,
+    HuberLoss,
+    LogisticLoss,
+    MultinomialLogisticLoss,
+    PowerLoss,
+    QHingeLoss,
+    SquaredHingeLoss,
+)
+from skdpsco.smoothing import smooth
+from skdpsco.solvers import _kernel
+from skdpsco.solvers.snowball import plan_snowball
+from test_privacy_audit import DELTA, audit_sound_and_powerful, snowball_neighbours
+
+BINARY = [LogisticLoss(), HingeLoss(), SquaredHingeLoss(), QHingeLoss(1.5), smooth(HingeLoss(), 0.3)]
+REGRESSION = [PowerLoss(1.0), PowerLoss(1.5), PowerLoss(2.0), HuberLoss(0.5), smooth(PowerLoss(1.0), 0.2)]
+
+
+def data(loss, n=300, d=7, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    if loss.task == "binary":
+        y = np.where(rng.random(n) < 0.5, 1, -1)
+    else:
+        y = X @ rng.normal(size=d) + 0.3 * rng.standard_t(2, size=n)
+    return X, y
+
+
+def both(loss, X, y, order, sizes, steps, stds, radius, l2, average, seed=7):
+    gradient = core.margin_gradient(loss, l2)
+    batches = core.iter_batches(X, y, order, sizes)
+    w0 = np.zeros(X.shape[1])
+    args = (steps, stds, w0, radius, np.random.default_rng(seed))
+    fast = core.projected_noisy_sgd(gradient, batches, *args, average=average)
+    args = (steps, stds, w0, radius, np.random.default_rng(seed))
+    return fast, core.reference_projected_noisy_sgd(gradient, batches, *args, average=average)
+
+
+@pytest.mark.parametrize("loss", BINARY + REGRESSION, ids=lambda loss: repr(loss)[:40])
+def test_kernel_derivative_is_the_loss_derivative(loss):
+    code, parameter = core.kernel_loss(loss)
+    rng = np.random.default_rng(1)
+    z = np.concatenate([rng.normal(scale=3.0, size=200), [0.0, 1.0, -1.0, 40.0, -40.0]])
+    y = np.where(rng.random(z.size) < 0.5, 1.0, -1.0) if loss.task == "binary" else rng.normal(size=z.size)
+    y[-3] = z[-3]  # a zero residual (regression) / the hinge kink (binary, y z = 1 for y = 1)
+    np.testing.assert_allclose(_kernel.derivative(code, parameter, z, y), loss.derivative(z, y), rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("loss", BINARY + REGRESSION, ids=lambda loss: repr(loss)[:40])
+@pytest.mark.parametrize("radius, l2, average", [(1.0, 0.0, False), (None, 0.1, True), (0.3, 0.05, False)])
+def test_kernel_and_reference_give_the_same_iterates_for_the_same_noise(loss, radius, l2, average):
+    X, y = data(loss)
+    order = np.random.default_rng(2).permutation(X.shape[0])
+    sizes = np.array([1] * 150 + [3] * 20 + [10] * 9)  # batches of one row, then growing (Snowball)
+    steps = np.linspace(0.5, 0.05, sizes.size)
+    stds = np.where(np.arange(sizes.size) % 3 == 0, 0.0, np.linspace(0.2, 0.6, sizes.size))
+    fast, reference = both(loss, X, y, order, sizes, steps, stds, radius, l2, average)
+    assert np.linalg.norm(reference) > 0.01  # a non-trivial run
+    np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12)
+
+
+def test_chunks_of_steps_draw_the_noise_of_one_draw_per_step(monkeypatch):
+    # More steps than one kernel call takes: the noise is drawn per chunk, in the reference's order.
+    monkeypatch.setattr(core, "KERNEL_CHUNK_STEPS", 64)
+    X, y = data(LogisticLoss(), n=500)
+    sizes = np.ones(500, dtype=np.int64)
+    fast, reference = both(LogisticLoss(), X, y, np.arange(500), sizes, np.full(500, 0.1), np.full(500, 0.4), 2.0, 0.0, False)
+    np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12)
+
+
+def test_dispatch_rule_is_explicit():
+    X, y = data(LogisticLoss(), n=20)
+    batches = core.iter_batches(X, y, np.arange(20), np.ones(20, dtype=np.int64))
+    gradient = core.margin_gradient(LogisticLoss())
+    assert core.uses_kernel(gradient, batches, np.zeros(7))
+    assert not core.uses_kernel(lambda w, X, y: w, batches, np.zeros(7))  # an arbitrary gradient
+    assert not core.uses_kernel(gradient, list(batches), np.zeros(7))  # not rows of one X
+    assert not core.uses_kernel(gradient, batches, np.zeros((2, 7)))  # a multiclass matrix
+    assert not core.uses_kernel(core.margin_gradient(MultinomialLogisticLoss(3)), batches, np.zeros(7))
+    fortran = core.iter_batches(np.asfortranarray(X), y, np.arange(20), np.ones(20, dtype=np.int64))
+    assert not core.uses_kernel(gradient, fortran, np.zeros(7))
+    assert core.kernel_loss(type("Custom", (LogisticLoss,), {})()) is None  # a subclass may differ
+
+
+def test_estimator_snowball_path_runs_the_kernel(monkeypatch):
+    calls = []
+    real = _kernel.run_steps
+    monkeypatch.setattr(_kernel, "run_steps", lambda *args: calls.append(1) or real(*args))
+    X, y = data(LogisticLoss(), n=3000, d=3)
+    DPLogisticRegression(algorithm="snowball", random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+    assert calls
+
+
+def test_kernel_takes_its_noise_from_gaussian_noise(monkeypatch):
+    # The audits' knob: patching the one noise function changes what the kernel adds.
+    monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: np.zeros(shape))
+    X, y = data(LogisticLoss())
+    sizes, steps = np.ones(300, dtype=np.int64), np.full(300, 0.2)
+    noisy, _ = both(LogisticLoss(), X, y, np.arange(300), sizes, steps, np.full(300, 5.0), 1.0, 0.0, False)
+    quiet, _ = both(LogisticLoss(), X, y, np.arange(300), sizes, steps, np.zeros(300), 1.0, 0.0, False)
+    np.testing.assert_array_equal(noisy, quiet)
+
+
+@pytest.mark.parametrize("order, sizes", [(np.array([0, 1, 5]), [1, 1, 1]), (np.arange(3), [2, 2])])
+def test_kernel_refuses_rows_it_cannot_read(order, sizes):
+    X, y = data(LogisticLoss(), n=3)
+    batches = core.iter_batches(X, y, order, sizes)
+    with pytest.raises(ValueError):
+        core.projected_noisy_sgd(core.margin_gradient(LogisticLoss()), batches, np.ones(len(sizes)),
+                                 np.zeros(len(sizes)), np.zeros(7), 1.0, np.random.default_rng(0))
+
+
+# -- pooled noise (every k steps, k times the variance) ---------------------------------------------
+def cni_rho(lipschitz, steps, batch_sizes, tau):
+    """FKT Cor 2.14 (feldman.md §0.4) with CNI noise std ``tau_s`` per step, zeros allowed:
+    ``max_t s_t**2 / (2 sum_{s >= t} tau_s**2)``, ``s_t = 2 L eta_t / B_t``."""
+    tail = np.cumsum((tau**2)[::-1])[::-1]
+    shift = 2.0 * lipschitz * steps / batch_sizes
+    return float(np.max(shift**2 / (2.0 * tail)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    T=st.integers(1, 60),
+    every=st.integers(1, 12),
+    seed=st.integers(0, 10_000),
+)
+def test_pooled_noise_is_no_less_private_and_injects_the_same_total_noise(T, every, seed):
+    rng = np.random.default_rng(seed)
+    steps = rng.uniform(0.01, 1.0, T)
+    sizes = rng.integers(1, 20, T).astype(float)
+    stds = rng.uniform(0.1, 2.0, T)
+    pooled = core.pool_noise(steps, stds, every)
+    assert pooled[-1] > 0  # the last step is noisy
+    assert np.count_nonzero(pooled) == math.ceil(T / every)
+    assert np.sum((steps * pooled) ** 2) == pytest.approx(np.sum((steps * stds) ** 2))
+    per_step = amplification_by_iteration_rho(1.0, steps, sizes, stds)
+    assert cni_rho(1.0, steps, sizes, steps * stds) == pytest.approx(per_step)  # the fixture is the accountant
+    assert cni_rho(1.0, steps, sizes, steps * pooled) <= per_step * (1 + 1e-12)
+
+
+def test_pooled_noise_is_exactly_as_private_at_the_start_of_a_block():
+    steps, stds = np.ones(6), np.ones(6)
+    pooled = core.pool_noise(steps, stds, 3)
+    np.testing.assert_allclose(pooled, [0, 0, math.sqrt(3), 0, 0, math.sqrt(3)])
+    first_row_only = np.array([1.0, np.inf, np.inf, np.inf, np.inf, np.inf])  # only batch 0 matters
+    assert cni_rho(1.0, steps, first_row_only, pooled) == pytest.approx(
+        amplification_by_iteration_rho(1.0, steps, first_row_only, stds)
+    )
+    np.testing.assert_array_equal(core.pool_noise(steps, stds, 1), stds)
+    with pytest.raises(ValueError, match="every"):
+        core.pool_noise(steps, stds, 0)
+
+
+def pooled_snowball_run(n, epsilon, every, loss=LogisticLoss()):
+    """Snowball's schedule with pooled noise, on the shared core (the kernel path), rows in a fixed
+    order with the differing row first: the start of the first block."""
+    constants = loss.constants(1.0, 10.0)
+    plan = plan_snowball(n, 1, constants.lipschitz, constants.smoothness, 10.0, epsilon, DELTA, "jnn")
+    stds = core.pool_noise(plan.steps, np.full(plan.n_steps, plan.noise_std), every)
+    assert stds[0] == 0.0 or every == 1
+
+    def run(dataset, seed):
+        X, y = dataset
+        batches = core.iter_batches(X, y, np.arange(n), plan.batch_sizes)
+        return core.projected_noisy_sgd(
+            core.margin_gradient(loss), batches, plan.steps, stds, np.zeros(1), 10.0, np.random.default_rng(seed)
+        )[0]
+
+    return run
+
+
+def test_pooled_snowball_audit_respects_the_claim_and_catches_weakened_noise(weaken_noise):
+    n, epsilon = 60, 1.0
+    audit_sound_and_powerful(
+        pooled_snowball_run(n, epsilon, 4), snowball_neighbours(n), epsilon, weaken_noise, 16.0, 4000, 1,
+        "pooled-noise solver audit",
+    )
