@@ -11,6 +11,11 @@ trivial predictor). Every entry sees the same splits and the same per-row prepro
 
 Metrics: accuracy (classification), mean absolute error and RMSE (regression), and the fraction
 of the non-private gain kept, ``(score_dp - score_trivial) / (score_nonprivate - score_trivial)``.
+
+Private competitors (``COMPETITORS``) run at the same (epsilon, delta) on the same splits: the
+DP-SGD baseline of :mod:`benchmarks.dpsgd` always, and diffprivlib's LogisticRegression /
+LinearRegression when diffprivlib imports (it needs scikit-learn < 1.7: see ``benchmarks/README.md``
+for its environment); otherwise a note is printed and its rows are absent.
 """
 
 from __future__ import annotations
@@ -34,6 +39,13 @@ from sklearn.svm import LinearSVC
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
 from skdpsco.solvers import ALGORITHMS
 
+from .dpsgd import DPSGDClassifier, DPSGDRegressor
+
+try:
+    import diffprivlib.models as diffprivlib_models
+except ImportError:  # scikit-learn >= 1.7 in this environment: see benchmarks/README.md
+    diffprivlib_models = None
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -46,27 +58,52 @@ class Dataset:
     y_bound: float = 1.0
 
 
-def _synthetic_logistic(n: int, d: int = 10, norm_w: float = 5.0):
+def _sphere(rng, n, d):
+    X = rng.normal(size=(n, d))
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def _minimiser(rng, d, norm):
+    w = rng.normal(size=d)
+    return w * (norm / np.linalg.norm(w))
+
+
+def _synthetic_logistic(n: int, d: int = 10, norm_w: float = 5.0, label_noise: float = 0.0):
+    """Well-specified logistic model (population minimiser ``w*``), optionally with a fraction
+    ``label_noise`` of labels flipped at random (heavy contamination)."""
+
     def load(seed):
         rng = np.random.default_rng(1000 + seed)
-        X = rng.normal(size=(n, d))
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        w = rng.normal(size=d)
-        w *= norm_w / np.linalg.norm(w)
+        X, w = _sphere(rng, n, d), _minimiser(rng, d, norm_w)
         y = (rng.random(n) < 1 / (1 + np.exp(-X @ w))).astype(int)
+        flip = rng.random(n) < label_noise
+        return X, np.where(flip, 1 - y, y)
+
+    return load
+
+
+def _synthetic_hinge(n: int, d: int = 10, margin: float = 0.05):
+    """Linearly separable up to a margin band: labels ``sign(<w*, x>)``, rows within ``margin`` of
+    the hyperplane relabelled at random (hinge-loss model)."""
+
+    def load(seed):
+        rng = np.random.default_rng(3000 + seed)
+        X, w = _sphere(rng, n, d), _minimiser(rng, d, 1.0)
+        z = X @ w
+        y = np.where(np.abs(z) < margin, rng.random(n) < 0.5, z > 0).astype(int)
         return X, y
 
     return load
 
 
-def _synthetic_lad(n: int, d: int = 10):
+def _synthetic_lad(n: int, d: int = 10, df: float = 2.0):
+    """``y = <w*, x> + noise`` with Student-t(df) noise (heavy-tailed for df <= 2; symmetric, so
+    ``w*`` minimises every ``|r|^p`` risk)."""
+
     def load(seed):
         rng = np.random.default_rng(2000 + seed)
-        X = rng.normal(size=(n, d))
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        w = rng.normal(size=d)
-        w *= 0.8 / np.linalg.norm(w)
-        return X, X @ w + 0.1 * rng.standard_t(df=2, size=n)
+        X, w = _sphere(rng, n, d), _minimiser(rng, d, 0.8)
+        return X, X @ w + 0.1 * rng.standard_t(df=df, size=n)
 
     return load
 
@@ -81,6 +118,12 @@ def _bundled(loader, scale_target=None):
 
 DATASETS = {
     "breast_cancer": Dataset("breast_cancer", "binary", _bundled(datasets.load_breast_cancer)),
+    "digits_binary": Dataset("digits_binary", "binary", _bundled(datasets.load_digits, lambda y: (y >= 5).astype(int))),
+    "digits": Dataset("digits", "multiclass", _bundled(datasets.load_digits)),
+    "synthetic_logistic_flip_1e4": Dataset("synthetic_logistic_flip_1e4", "binary",
+                                           _synthetic_logistic(10_000, label_noise=0.2)),
+    "synthetic_hinge_1e4": Dataset("synthetic_hinge_1e4", "binary", _synthetic_hinge(10_000)),
+    "synthetic_logistic_1e6_d100": Dataset("synthetic_logistic_1e6_d100", "binary", _synthetic_logistic(10**6, 100)),
     "synthetic_logistic_1e4": Dataset("synthetic_logistic_1e4", "binary", _synthetic_logistic(10_000)),
     "synthetic_logistic_1e5": Dataset("synthetic_logistic_1e5", "binary", _synthetic_logistic(100_000)),
     "wine": Dataset("wine", "multiclass", _bundled(datasets.load_wine)),
@@ -88,6 +131,8 @@ DATASETS = {
     "diabetes": Dataset("diabetes", "regression", _bundled(datasets.load_diabetes, lambda y: y / 100.0), 4.0),
     "synthetic_lad_1e4": Dataset("synthetic_lad_1e4", "regression", _synthetic_lad(10_000), 2.0),
     "synthetic_lad_1e5": Dataset("synthetic_lad_1e5", "regression", _synthetic_lad(100_000), 2.0),
+    "synthetic_lad_cauchy_1e4": Dataset("synthetic_lad_cauchy_1e4", "regression", _synthetic_lad(10_000, df=1.0), 2.0),
+    "synthetic_lad_1e4_d1000": Dataset("synthetic_lad_1e4_d1000", "regression", _synthetic_lad(10_000, 1000), 2.0),
 }
 
 
@@ -131,6 +176,28 @@ REFERENCES = {
 }
 
 
+def _dp_sgd(e, d, s, ds, n):
+    batch = int(np.clip(n // 20, 16, 256))
+    return (DPSGDRegressor if ds.task == "regression" else DPSGDClassifier)(
+        epsilon=e, delta=d, batch_size=batch, random_state=s)
+
+
+def _diffprivlib(e, d, s, ds, n):
+    if ds.task == "regression":  # pure epsilon-DP; bounds are the public row and target bounds
+        return diffprivlib_models.LinearRegression(
+            epsilon=e, bounds_X=(-1.0, 1.0), bounds_y=(-ds.y_bound, ds.y_bound), random_state=s)
+    return diffprivlib_models.LogisticRegression(epsilon=e, data_norm=1.0, random_state=s)
+
+
+COMPETITORS = {"DP-SGD (numpy, RDP)": _dp_sgd}
+"""Private peers: ``(epsilon, delta, seed, dataset, n_train) -> estimator``, fitted like the entries."""
+if diffprivlib_models is not None:
+    COMPETITORS["diffprivlib"] = _diffprivlib
+else:
+    print("note: diffprivlib is not importable here (it needs scikit-learn < 1.7); its columns are "
+          "skipped. See benchmarks/README.md for the peers environment.")
+
+
 def _scores(model, X, y, task):
     prediction = model.predict(X)
     if task == "regression":
@@ -171,6 +238,11 @@ def run(dataset: Dataset, epsilons, algorithms, seeds, delta=None):
                     except ValueError as exc:  # infeasible at this size: reported, not hidden
                         scores = {"error": str(exc).split(";")[0][:80]}
                     records.append({"model": f"{entry.name} [{algorithm}]", "epsilon": epsilon, "seed": seed, **scores})
+        for name, make in COMPETITORS.items():
+            for epsilon in epsilons:
+                scores = _fit(make(epsilon, fit_delta, seed, dataset, len(y_train)), X_train, y_train, X_test, y_test,
+                              dataset.task)
+                records.append({"model": name, "epsilon": epsilon, "seed": seed, **scores})
     return records
 
 
@@ -199,11 +271,53 @@ def summarise(records, task):
     return "\n".join(lines)
 
 
+EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
+
+
+def write(name, records, task, seeds):
+    """Markdown table and raw JSON under ``benchmarks/results/``; returns the table."""
+    table = summarise(records, task)
+    RESULTS.mkdir(exist_ok=True)
+    stem = RESULTS / f"utility_{name}"
+    stem.with_suffix(".md").write_text(f"### {name} ({task}, {seeds} seeds)\n\n{table}\n")
+    stem.with_suffix(".json").write_text(json.dumps(records, indent=1))
+    return table
+
+
+def plot(name, records, task):
+    """Privacy-utility curve (metric against epsilon, one line per private model) as PNG."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    metric = "mae" if task == "regression" else "accuracy"
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for model in dict.fromkeys(r["model"] for r in records if r["epsilon"] is not None):
+        eps = sorted({r["epsilon"] for r in records if r["model"] == model and metric in r})
+        means = [np.mean([r[metric] for r in records if r["model"] == model and r["epsilon"] == e and metric in r])
+                 for e in eps]
+        ax.plot(eps, means, marker="o", label=model)
+    for model in dict.fromkeys(r["model"] for r in records if r["epsilon"] is None):
+        ax.axhline(np.mean([r[metric] for r in records if r["model"] == model]), ls="--", lw=0.8, label=model)
+    ax.set_xscale("log")
+    ax.set_xlabel("epsilon")
+    ax.set_ylabel(metric)
+    ax.set_title(name)
+    ax.legend(fontsize=6)
+    path = RESULTS / f"utility_{name}.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="+", default=None, choices=sorted(DATASETS))
     parser.add_argument("--task", choices=["binary", "multiclass", "regression"], default=None)
-    parser.add_argument("--epsilons", nargs="+", type=float, default=[0.5, 1.0, 2.0])
+    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
     parser.add_argument("--algorithms", nargs="+", default=["auto"], choices=["auto", *ALGORITHMS])
     parser.add_argument("--seeds", type=int, default=10)
     args = parser.parse_args(argv)
@@ -212,11 +326,9 @@ def main(argv=None):
     for name in names:
         dataset = DATASETS[name]
         records = run(dataset, args.epsilons, args.algorithms, args.seeds)
-        table = summarise(records, dataset.task)
+        table = write(name, records, dataset.task, args.seeds)
+        plot(name, records, dataset.task)
         print(f"\n### {name} ({dataset.task}, {args.seeds} seeds)\n\n{table}")
-        stem = RESULTS / f"utility_{name}"
-        stem.with_suffix(".md").write_text(table + "\n")
-        stem.with_suffix(".json").write_text(json.dumps(records, indent=1))
 
 
 if __name__ == "__main__":
