@@ -56,6 +56,7 @@ __all__ = [
     "epsilon_of",
     "gaussian_event",
     "gaussian_noise_multiplier",
+    "pure_dp_event",
     "get_accountant",
     "set_accountant",
     "wang_max_hits",
@@ -98,6 +99,25 @@ def gaussian_event(noise_std: float, sensitivity: float) -> dp_accounting.Gaussi
             f"noise_std and sensitivity must be positive; got {noise_std!r}, {sensitivity!r}."
         )
     return dp_accounting.GaussianDpEvent(noise_multiplier=float(noise_std) / float(sensitivity))
+
+
+def pure_dp_event(epsilon: float) -> dp_accounting.RandomizedResponseDpEvent:
+    """Event of a pure ``epsilon``-DP mechanism under replace-one neighbours.
+
+    Binary randomized response that keeps its input with probability ``e**eps / (1 + e**eps)``
+    (``noise_parameter = 2 / (1 + e**eps)``): its privacy region contains that of every
+    ``epsilon``-DP mechanism (Kairouz, Oh & Viswanath 2015, Thm 2.1), so every divergence the
+    accountants bound is at least as large for it. ``dp_accounting``'s RDP accountant supports it
+    under ``REPLACE_ONE``; :func:`epsilon_of` returns ``epsilon`` itself for the bare event
+    (pure epsilon-DP implies (epsilon, delta)-DP for every delta).
+    """
+    _check_epsilon(epsilon)
+    if not math.isfinite(epsilon):
+        raise ValueError(f"epsilon must be finite; got {epsilon!r}.")
+    noise = 2.0 / (1.0 + math.exp(epsilon))
+    while math.log(2.0 / noise - 1.0) > epsilon:  # round towards more noise: never above epsilon
+        noise = math.nextafter(noise, 1.0)
+    return dp_accounting.RandomizedResponseDpEvent(noise_parameter=noise, num_buckets=2)
 
 
 def zcdp_event(rho: float) -> dp_accounting.ZCDpEvent:
@@ -365,14 +385,18 @@ def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     _check_delta(delta)
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return 0.0
+    if _is_binary_randomized_response(event):
+        return _randomized_response_epsilon(event)
     failure, event = _split_failure_probability(event)
     if failure:
         return epsilon_of(event, delta - failure) if delta > failure else math.inf
     fixed, rest = _split_fixed_order(event)
     if fixed:
         return _fixed_order_epsilon(fixed, rest, delta)
-    if _samples_without_replacement(event):
-        return _sampled_epsilon(event, delta)
+    if _contains(event, dp_accounting.SampledWithoutReplacementDpEvent):
+        return _rdp_only_epsilon(event, delta, _SAMPLED_RDP_ORDERS)
+    if _contains(event, dp_accounting.dp_event.RepeatAndSelectDpEvent):
+        return _rdp_only_epsilon(event, delta, _SELECTION_RDP_ORDERS)
     candidates = []
     pld_event = _as_pld_event(event)
     accountant = _pld_accountant()
@@ -384,6 +408,17 @@ def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     if not candidates:
         raise ValueError(f"No accountant supports the event {event!r} under REPLACE_ONE.")
     return float(min(candidates))
+
+
+def _is_binary_randomized_response(event: dp_accounting.DpEvent) -> bool:
+    return isinstance(event, dp_accounting.RandomizedResponseDpEvent) and event.num_buckets == 2
+
+
+def _randomized_response_epsilon(event: dp_accounting.RandomizedResponseDpEvent) -> float:
+    """Exact pure epsilon of binary randomized response with ``noise_parameter = q``: the
+    reported bucket is the input's with probability ``1 - q / 2``, so ``eps = ln((2 - q) / q)``."""
+    q = float(event.noise_parameter)
+    return math.inf if q == 0 else math.log(2.0 / q - 1.0)
 
 
 def _split_fixed_order(event: dp_accounting.DpEvent, count: int = 1):
@@ -453,21 +488,29 @@ _SAMPLED_RDP_ORDERS = np.concatenate(
 ).astype(float)
 
 
-def _samples_without_replacement(event: dp_accounting.DpEvent) -> bool:
-    """Whether a composition contains a :class:`~dp_accounting.SampledWithoutReplacementDpEvent`."""
-    if isinstance(event, dp_accounting.SampledWithoutReplacementDpEvent):
+def _contains(event: dp_accounting.DpEvent, kind: type) -> bool:
+    """Whether ``event`` is, or composes, an event of type ``kind``."""
+    if isinstance(event, kind):
         return True
     if isinstance(event, dp_accounting.ComposedDpEvent):
-        return any(_samples_without_replacement(e) for e in event.events)
+        return any(_contains(e, kind) for e in event.events)
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        return _samples_without_replacement(event.event)
+        return _contains(event.event, kind)
     return False
 
 
-def _sampled_epsilon(event: dp_accounting.DpEvent, delta: float) -> float:
-    """Epsilon of an event with sampling without replacement: RDP accountant (the PLD accountant
-    does not support it) on :data:`_SAMPLED_RDP_ORDERS`, CKS20 Prop. 12 conversion."""
-    accountant = rdp.RdpAccountant(orders=_SAMPLED_RDP_ORDERS, neighboring_relation=NEIGHBORING_RELATION)
+# Renyi orders for events with private selection (Papernot & Steinke 2022, Thm 2): dp_accounting
+# evaluates it with a pass over the whole grid per order, O(m**2) on the dense grid (about 1 s);
+# on this grid of 170 orders, measured for rho in [1e-4, 1], mean in [2, 100], shape in {0, 1, 3},
+# the epsilon is at most 0.03 % above the dense one except 0.9 % at rho = 1, mean = 2 (never below:
+# every order grid gives a valid bound; tests/test_model_selection.py), and a few milliseconds.
+_SELECTION_RDP_ORDERS = np.unique(np.concatenate([np.linspace(1.05, 2.0, 20), np.geomspace(2.0, 1e4, 150)]))
+
+
+def _rdp_only_epsilon(event: dp_accounting.DpEvent, delta: float, orders: np.ndarray) -> float:
+    """Epsilon of an event only the RDP accountant supports (sampling without replacement,
+    private selection), on ``orders``, CKS20 Prop. 12 conversion."""
+    accountant = rdp.RdpAccountant(orders=orders, neighboring_relation=NEIGHBORING_RELATION)
     if not accountant.supports(event):
         raise ValueError(f"No accountant supports the event {event!r} under REPLACE_ONE.")
     return float(accountant.compose(event).get_epsilon(delta))

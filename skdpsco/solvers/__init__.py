@@ -14,6 +14,7 @@ import numpy as np
 
 from ._core import SolverResult, margin_gradient
 from .ftrl import PrivateFTRL
+from .growth import EpochGrowth, Localization
 from .holder import GradientPerturbationSGD, OutputPerturbationSGD
 from .phased import PhasedERM, PhasedSGD, StronglyConvexPhasedSGD
 from .pnsgd import PNSGD, MultiPassPNSGD, SkipPNSGD, StopPNSGD
@@ -117,6 +118,8 @@ ALGORITHMS = {
     "output_perturbation": OutputPerturbationSGD(),
     "gradient_perturbation": GradientPerturbationSGD(),
     "ftrl": PrivateFTRL(),
+    "localization": Localization(),
+    "epoch_growth": EpochGrowth(),
 }
 """Public ``algorithm=`` names and the solver each selects."""
 

@@ -1,0 +1,394 @@
+"""Localization (asi_growth.md §2.1) and the epoch-based growth algorithm (§2.2): schedule and noise
+formulas recomputed from the spec, errata regressions (P1), sensitivity, rates on the closed-form
+instances of §5.2, privacy audits with their power check."""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import skdpsco.solvers._core as core
+import skdpsco.solvers.growth as growth
+from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
+from skdpsco.audit import audit_mechanism
+from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss, LossConstants, MarginLoss
+from skdpsco.solvers import Problem
+from skdpsco.solvers.growth import EpochGrowth, Localization, project_to_ball_intersection
+
+DELTA = 1e-5
+RADIUS = 10.0
+
+
+def logistic_problem(n, n_params=4, epsilon=1.0, delta=DELTA, l2_penalty=0.0):
+    loss = LogisticLoss()
+    return Problem(n, (n_params,), loss, loss.constants(1.0, RADIUS), RADIUS, epsilon, delta, l2_penalty)
+
+
+# -- schedule (P13.4, §2.4) -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kappa_lower, T, m, k, b",
+    [(2.0, 19, 526, 7, 75), (1.5, 37, 270, 6, 45), (1.1, 185, 54, 4, 13)],  # spec §2.4, n = 10**4
+)
+def test_epoch_schedule_matches_spec_table(kappa_lower, T, m, k, b):
+    plan = EpochGrowth(kappa_lower=kappa_lower).plan(logistic_problem(10_000))
+    assert len(plan.epochs) == T
+    assert all(e.n_samples == m for e in plan.epochs[:-1]) and plan.n_samples == 10_000
+    first = plan.epochs[0]
+    assert first.sizes.size == k and first.sizes[0] == b
+
+
+def test_epoch_plan_halves_radius_and_step_and_decays_phases_by_16():
+    problem = logistic_problem(5000)
+    plan = EpochGrowth().plan(problem)
+    T = math.ceil(2 * math.log(5000) / (2.0 - 1.0))
+    np.testing.assert_allclose(plan.radii, 2 * RADIUS * 2.0 ** -np.arange(T))  # D_i = 2^-i D_0, D_0 = 2R
+    eta0 = plan.epochs[0].base_step
+    for i, epoch in enumerate(plan.epochs):
+        assert epoch.base_step == pytest.approx(eta0 * 2.0**-i)
+        np.testing.assert_allclose(epoch.steps, epoch.base_step * 16.0 ** -np.arange(1, epoch.sizes.size + 1))
+
+
+def test_eta0_follows_theorem_3_with_the_calibrated_noise_norm():
+    n, p, eps = 5000, 4, 1.0
+    problem = logistic_problem(n, p, eps)
+    plan = EpochGrowth(step_scale=1.0).plan(problem)
+    T = len(plan.epochs)
+    m = n // T
+    beta = 1.0 / (n + p) / T
+    nu = math.sqrt(p) * gaussian_noise_multiplier(eps, DELTA)
+    L = problem.constants.lipschitz
+    expected = (2 * RADIUS) / (2 * L) * min(1 / math.sqrt(m * math.log(m) * math.log(1 / beta)), 1 / (nu * math.log(1 / beta)))
+    assert plan.epochs[0].base_step == pytest.approx(expected)
+    assert EpochGrowth(step_scale=7.0).plan(problem).epochs[0].base_step == pytest.approx(7 * expected)
+
+
+def test_localization_step_follows_proposition_2():
+    n, p = 3000, 4
+    problem = logistic_problem(n, p)
+    plan = Localization(step_scale=1.0).plan(problem)
+    beta = 1.0 / (n + p)
+    nu = math.sqrt(p) * gaussian_noise_multiplier(1.0, DELTA)
+    expected = 2 * RADIUS / problem.constants.lipschitz * min(1 / math.sqrt(n * math.log(1 / beta)), 1 / (nu * math.log(1 / beta)))
+    assert plan.base_step == pytest.approx(expected)
+    assert plan.sizes.size == math.ceil(math.log(n)) and plan.sizes.sum() == n
+
+
+# -- noise (P13.1, P2) and errata (P1) ------------------------------------------------------------------
+
+
+def test_gaussian_noise_is_calibrated_exactly_to_the_certified_sensitivity():
+    # P1.5 / P2: not the paper's 4 L eta sqrt(log(1/delta)) / eps, but Delta = L eta + 2 tau, exact PLD.
+    problem = logistic_problem(2000)
+    plan = Localization().plan(problem)
+    L = problem.constants.lipschitz
+    np.testing.assert_allclose(plan.tolerances, L * plan.steps / 2)
+    np.testing.assert_allclose(plan.sensitivities, L * plan.steps + 2 * plan.tolerances)
+    np.testing.assert_allclose(plan.noise_scales, plan.sensitivities * gaussian_noise_multiplier(1.0, DELTA))
+    assert 0.999 < epsilon_of(plan.dp_event, DELTA) <= 1.0
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
+def test_laplace_scale_uses_the_full_epsilon_in_every_phase(epsilon):
+    # P1.1: the paper's undefined eps_i is eps; l1-sensitivity sqrt(p) Delta_j, pure DP at delta = 0.
+    p = 4
+    plan = EpochGrowth().plan(logistic_problem(3000, p, epsilon, delta=0.0))
+    for epoch in plan.epochs:
+        assert epoch.noise.kind == "laplace"
+        np.testing.assert_allclose(epoch.noise_scales, math.sqrt(p) * epoch.sensitivities / epsilon)
+    assert epsilon_of(plan.dp_event, 1e-5) <= epsilon
+
+
+def test_noise_is_isotropic_in_the_parameter_shape(monkeypatch):
+    # P1.2: N(0, sigma^2 I_d), one independent coordinate per parameter.
+    shapes = []
+    draw = core.gaussian_noise
+    monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: shapes.append(shape) or draw(rng, std, shape))
+    problem = logistic_problem(500, 3)
+    X = np.random.default_rng(0).normal(size=(500, 3)) / 3
+    y = np.sign(X[:, 0] + 0.1)
+    EpochGrowth().run(EpochGrowth().plan(problem), X, y, problem, np.random.default_rng(0))
+    assert shapes and all(s == (3,) for s in shapes)
+
+
+def test_each_row_is_read_once_in_consecutive_epoch_chunks(monkeypatch):
+    # P1.3 / P6 / P13.3: epoch i reads rows i m .. (i + 1) m - 1 of the order, each row exactly once.
+    n = 400
+    seen = []
+    original = growth.margin_gradient
+
+    def recording(loss, l2_penalty=0.0):
+        gradient = original(loss, l2_penalty)
+
+        def g(w, X, y):
+            seen.append(tuple(np.round(X[:, 1] * 10 * n).astype(int)))
+            return gradient(w, X, y)
+
+        return g
+
+    monkeypatch.setattr(growth, "margin_gradient", recording)
+    X = np.column_stack([np.full(n, 0.05), np.arange(n) / (10 * n)])
+    y = np.ones(n)
+    problem = logistic_problem(n, 2)
+    solver = EpochGrowth(n_epochs=3)
+    plan = solver.plan(problem)
+    solver.run(plan, X, y, problem, np.random.default_rng(0), order=np.arange(n))
+    blocks = list(dict.fromkeys(seen))  # each phase evaluates its block many times
+    rows = [r for block in blocks for r in block]
+    active = sum(int(e.active.sum()) for e in plan.epochs)
+    assert len(blocks) == active and len(rows) == len(set(rows))
+    assert rows == sorted(rows)  # consecutive ranges in epoch / phase order
+    assert plan.epochs[0].n_samples == n // 3 and set(blocks[0]) <= set(range(n // 3))
+
+
+def test_epoch_outputs_stay_in_the_radius_d_i_ball(monkeypatch):
+    # P1.4 / P5: X_i = X ∩ B(x_i, D_i), D_i a radius; every released point is projected onto it.
+    calls = []
+    original = growth.project_to_ball_intersection
+
+    def recording(w, radius, centre, centre_radius):
+        out = original(w, radius, centre, centre_radius)
+        calls.append((np.linalg.norm(out - centre), centre_radius, np.linalg.norm(out)))
+        return out
+
+    monkeypatch.setattr(growth, "project_to_ball_intersection", recording)
+    problem = logistic_problem(3000, 3, epsilon=0.2)
+    X = np.random.default_rng(1).normal(size=(3000, 3)) / 2
+    y = np.sign(X @ np.ones(3))
+    solver = EpochGrowth(step_scale=3000.0)  # large noise: the projections bind
+    solver.run(solver.plan(problem), X, y, problem, np.random.default_rng(1))
+    distances, radii, norms = map(np.array, zip(*calls))
+    assert np.all(distances <= radii * (1 + 1e-9)) and np.all(norms <= RADIUS * (1 + 1e-9))
+    assert np.any(distances >= radii * (1 - 1e-9))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_two_ball_projection_is_the_nearest_point_of_the_intersection(seed):
+    rng = np.random.default_rng(seed)
+    centre = rng.normal(size=3)
+    centre *= rng.uniform(0.1, 1.0) / np.linalg.norm(centre)  # x_i lies in X (the algorithm's case)
+    w = rng.normal(size=3) * 3
+    point = project_to_ball_intersection(w, 1.0, centre, 0.6)
+    assert np.linalg.norm(point) <= 1 + 1e-9 and np.linalg.norm(point - centre) <= 0.6 + 1e-9
+    candidates = rng.normal(size=(20_000, 3))
+    candidates = candidates[(np.linalg.norm(candidates, axis=1) <= 1) & (np.linalg.norm(candidates - centre, axis=1) <= 0.6)]
+    assert np.linalg.norm(w - point) <= np.min(np.linalg.norm(candidates - w, axis=1)) + 1e-9
+
+
+# -- sensitivity (P13.2) ----------------------------------------------------------------------------------
+
+
+def worst_case_neighbours(n):
+    """The differing row, first in the order, at the row bound with Huber labels on opposite sides
+    beyond the threshold: at the centre its gradients are +-L x; every other row has x = 0."""
+    X = np.zeros((n, 1))
+    X[0, 0] = 1.0
+    y0 = np.zeros(n)
+    y0[0] = 2.0
+    y1 = y0.copy()
+    y1[0] = -2.0
+    return (X, y0), (X, y1)
+
+
+def huber_problem(n, epsilon=1.0, delta=DELTA):
+    loss = HuberLoss(epsilon=1.0)
+    problem = Problem(n, (1,), loss, loss.constants(1.0, RADIUS, 2.0), RADIUS, epsilon, delta, 0.0)
+    assert problem.constants.lipschitz == 1.0
+    return problem
+
+
+def test_released_phase_moves_by_at_most_the_certified_sensitivity(monkeypatch):
+    monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: np.zeros(shape))
+    problem = huber_problem(2)  # one phase of two rows
+    solver = Localization()
+    plan = solver.plan(problem)
+    assert plan.sizes.tolist() == [2]
+    (X, y0), (_, y1) = worst_case_neighbours(2)
+    out = [solver.run(plan, X, y, problem, np.random.default_rng(0), order=np.arange(2)).coef[0] for y in (y0, y1)]
+    gap = abs(out[0] - out[1])
+    assert plan.steps[0] * 0.99 <= gap <= plan.sensitivities[0]  # exact argmin moves by L eta_1 <= Delta_1
+
+
+# -- utility ----------------------------------------------------------------------------------------------
+
+
+def test_localization_utility_against_the_non_private_optimum():
+    rng = np.random.default_rng(3)
+    n, p, lam = 20_000, 3, 0.1
+    X = rng.normal(size=(n, p))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-X @ np.array([2.0, -1.0, 0.5]))), 1.0, -1.0)
+    problem = logistic_problem(n, p, epsilon=2.0, l2_penalty=lam)
+
+    def objective(w):
+        return np.mean(np.logaddexp(0, -y * (X @ w))) + lam / 2 * w @ w
+
+    from scipy.optimize import minimize
+
+    best = minimize(objective, np.zeros(p)).fun
+    start = objective(np.zeros(p)) - best
+    solver = Localization(step_scale=10.0)
+    excess = np.mean([objective(solver.run(solver.plan(problem), X, y, problem, np.random.default_rng(s)).coef) - best for s in range(5)])
+    print(f"\nlocalization excess {excess:.5f} (start {start:.5f})")
+    assert excess < 0.2 * start
+
+
+# -- rates on the closed-form instances of §5.2(a) ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UniformlyConvexLoss(MarginLoss):
+    """§5.2(a) in one dimension: ``F(w; s) = (sigma / kappa) |w|^kappa + (L / 2) s w`` with ``sigma =
+    lambda 2^(kappa - 2)``, as a margin loss of the row ``x = 1`` and label ``s``."""
+
+    kappa: float
+    sigma: float
+    lip: float
+    name = "uniformly_convex"
+    task = "regression"
+
+    def value(self, z, y):
+        return self.sigma / self.kappa * np.abs(z) ** self.kappa + self.lip / 2 * y * z
+
+    def derivative(self, z, y):
+        return self.sigma * np.sign(z) * np.abs(z) ** (self.kappa - 1) + self.lip / 2 * y
+
+    def _constants(self, B, R, B_y):
+        k = self.kappa
+        return LossConstants(self.sigma * R ** (k - 1) + self.lip / 2, self.sigma * (k - 1) * R ** (k - 2), 1.0, 0.0, k)
+
+
+def instance_excess(kappa, n, seeds, step_scale, epsilon=1.0):
+    """Median (Thm 2/3 are high-probability bounds) excess risk on §5.2(a), lambda = L = R = 1, data a point mass s = +1 (so ERM = population
+    and only the private and optimisation terms remain): ``w* = -(L / (2 sigma))^(1/(kappa-1))``."""
+    sigma, u = 2.0 ** (kappa - 2), 0.5
+    loss = UniformlyConvexLoss(kappa, sigma, 1.0)
+    problem = Problem(n, (1,), loss, loss.constants(1.0, 1.0, 1.0), 1.0, epsilon, DELTA, 0.0)
+    solver = EpochGrowth(step_scale=step_scale)  # kappa is never passed: kappa_lower = 2 (default)
+    plan = solver.plan(problem)
+    w_star = -((u / sigma) ** (1 / (kappa - 1)))
+
+    def f(w):
+        return sigma / kappa * abs(w) ** kappa + u * w
+
+    X, y = np.ones((n, 1)), np.ones(n)
+    return np.median([f(solver.run(plan, X, y, problem, np.random.default_rng(s)).coef[0]) - f(w_star) for s in seeds])
+
+
+RATE_STEP_SCALE = 1000.0  # §5.1 / P3: the paper's steps need x100-1000 before the asymptotic regime
+
+
+@pytest.mark.parametrize("kappa", [2.0, 3.0])
+def test_epoch_growth_rate_is_faster_than_the_general_convex_rate(kappa):
+    ns = [2000, 32000]
+    excess = [instance_excess(kappa, n, range(30), RATE_STEP_SCALE) for n in ns]
+    slope = float(np.diff(np.log(excess))[0] / np.diff(np.log(ns))[0])
+    print(f"\nkappa={kappa}: excess {np.round(excess, 6)}, slope {slope:.2f}, theory {-kappa / (kappa - 1):.2f}")
+    assert slope < -1.0  # faster than the kappa = inf private rate d / (n eps), slope -1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kappa", [2.0, 3.0])
+def test_epoch_growth_rate_sweep(kappa):
+    ns = [2000, 8000, 32000, 128000]
+    excess = [instance_excess(kappa, n, range(60), RATE_STEP_SCALE) for n in ns]
+    slopes = np.diff(np.log(excess)) / np.diff(np.log(ns))
+    print(f"\nkappa={kappa}: excess {np.round(excess, 6)}, local slopes {np.round(slopes, 2)}, theory {-kappa / (kappa - 1):.2f}")
+    assert slopes[-1] < -1.2
+
+
+# -- errors -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kappa_lower", [1.0, 0.5, math.inf])
+def test_kappa_lower_must_exceed_one(kappa_lower):
+    with pytest.raises(ValueError, match="kappa_lower"):
+        EpochGrowth(kappa_lower=kappa_lower)
+
+
+def test_too_few_rows_are_refused_with_the_fix():
+    with pytest.raises(ValueError, match="more rows"):
+        EpochGrowth(n_epochs=50).plan(logistic_problem(20))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"step_scale": 0.0}, "step_scale"), ({"noise": "cauchy"}, "noise"), ({"beta": 1.5}, "beta")],
+)
+def test_bad_options_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Localization(**kwargs)
+
+
+def test_gaussian_noise_needs_delta():
+    with pytest.raises(ValueError, match="delta > 0"):
+        Localization(noise="gaussian").plan(logistic_problem(100, delta=0.0))
+
+
+def test_non_smooth_losses_are_refused():
+    loss = HingeLoss()
+    problem = Problem(100, (2,), loss, loss.constants(1.0, RADIUS), RADIUS, 1.0, DELTA, 0.0)
+    with pytest.raises(ValueError, match="smooth"):
+        EpochGrowth().plan(problem)
+
+
+# -- privacy audits -----------------------------------------------------------------------------------------
+
+
+def audited_run(solver, n, epsilon, delta=DELTA):
+    """``run(dataset, seed)`` reading the differing row 0 first (fixed public order)."""
+    problem = huber_problem(n, epsilon, delta)
+    plan = solver.plan(problem)
+    order = np.arange(n)
+
+    def run(dataset, seed):
+        X, y = dataset
+        return solver.run(plan, X, y, problem, np.random.default_rng(seed), order=order).coef[0]
+
+    return run
+
+
+def audit_sound_and_powerful(run, n, epsilon, weaken, factor, n_trials, seed, label):
+    D0, D1 = worst_case_neighbours(n)
+    honest = audit_mechanism(run, D0, D1, n_trials=n_trials, delta=DELTA, random_state=seed)
+    print(f"\n{label}, claimed epsilon={epsilon}: lower bound {honest.epsilon_lower_bound:.3f}")
+    assert honest.epsilon_lower_bound <= epsilon, honest
+    weaken(factor)
+    weakened = audit_mechanism(run, D0, D1, n_trials=n_trials, delta=DELTA, random_state=seed)
+    print(f"{label}, noise / {factor:g}: lower bound {weakened.epsilon_lower_bound:.3f}")
+    assert weakened.violates(epsilon), weakened
+
+
+@pytest.fixture
+def weaken_laplace(monkeypatch):
+    def weaken(factor):
+        draw = growth.laplace_noise
+        monkeypatch.setattr(growth, "laplace_noise", lambda rng, scale, shape: draw(rng, scale / factor, shape))
+
+    return weaken
+
+
+def test_localization_audit_respects_the_claim_and_catches_weakened_noise(weaken_noise):
+    # the exact argmin moves by L eta_1, half the claimed Delta_1 = 2 L eta_1 (tau is slack here)
+    run = audited_run(Localization(), 4, 1.0)
+    audit_sound_and_powerful(run, 4, 1.0, weaken_noise, 8.0, 2000, 1, "localization")
+
+
+def test_epoch_growth_audit_respects_the_claim_and_catches_weakened_noise(weaken_noise):
+    # the differing row in the first phase of the first epoch, whose noise dominates: every later
+    # epoch halves the step, so its noise (std sigma / 2, sigma / 4, ...) dilutes the difference little
+    run = audited_run(EpochGrowth(n_epochs=2), 8, 1.0)
+    audit_sound_and_powerful(run, 8, 1.0, weaken_noise, 8.0, 3000, 2, "epoch_growth (Gaussian)")
+
+
+def test_pure_dp_epoch_growth_audit_respects_the_claim_and_catches_weakened_noise(weaken_laplace):
+    run = audited_run(EpochGrowth(n_epochs=2), 8, 1.0, delta=0.0)
+    audit_sound_and_powerful(run, 8, 1.0, weaken_laplace, 8.0, 2000, 3, "epoch_growth (Laplace, pure)")
+
+
+@pytest.mark.slow
+def test_epoch_growth_audit_with_many_trials_catches_a_fourfold_reduction(weaken_noise):
+    run = audited_run(EpochGrowth(n_epochs=2), 8, 1.0)
+    audit_sound_and_powerful(run, 8, 1.0, weaken_noise, 4.0, 20_000, 4, "epoch_growth (Gaussian)")
