@@ -1,0 +1,251 @@
+"""Default hyper-parameters from public quantities only.
+
+Every function here is a pure function of public quantities: the sizes ``n`` (rows) and ``p``
+(parameters, intercept and classes included), the target ``(epsilon, delta)`` and the public
+bounds (the loss constants ``L`` and ``beta`` at ``data_norm``, ``y_bound``, ``radius``). None
+reads data, so a default chosen here costs no privacy (``DESIGN.md``, "Privacy model": the choice of
+step size or iteration count is a release when it depends on the data). Each rule minimises the
+algorithm's own utility bound, or a bound on a canonical public problem, and its constants were
+chosen on synthetic data drawn from known models, never on the data being fitted (the numbers are
+in the docstrings).
+
+Rules
+-----
+* :func:`noisy_gd_schedule`: step and number of steps of full-batch noisy gradient descent
+  (:mod:`skdpsco.solvers.noisy_gd`).
+* :func:`regression_radius`: the radius of the parameter ball for regression losses, whose
+  Lipschitz constant (hence the noise) grows with it.
+* :func:`snowball_noise_multiplier`: the noise multiplier ``kappa`` of Snowball-SGD, ``sigma =
+  kappa L / sqrt(p)`` (``feldman.md`` §A3 generalisation), with the number of steps the exact
+  batch calibration (§A1) allows for it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .accounting import gaussian_noise_multiplier
+
+__all__ = [
+    "CURVATURE_FRACTION",
+    "MAX_NOISY_GD_STEPS",
+    "NoisyGDSchedule",
+    "SNOWBALL_NOISE_MULTIPLIERS",
+    "noisy_gd_risk_model",
+    "noisy_gd_schedule",
+    "regression_radius",
+    "snowball_noise_multiplier",
+    "snowball_utility_factor",
+]
+
+# -- full-batch noisy gradient descent ---------------------------------------------------------------
+
+CURVATURE_FRACTION = 0.0625
+"""``c`` of the lowest curvature the noisy-GD rule plans for, ``h_lo = c beta / p``.
+
+``beta / p`` is a public bound on the *average* eigenvalue of the population Hessian (its trace is
+at most ``beta``, the per-row smoothness at the public row bound). Directions flatter than
+``h_lo`` are not worth converging on at the rule's horizon. Chosen on a validation family that is
+not the benchmark's (synthetic logistic data, ``d`` in {10, 40}, ``||w*||`` in {2, 8}, feature
+scales decaying geometrically from 1 to 0.2 before row normalisation; ``(n, epsilon)`` in
+{(1e3, 2), (1e4, 0.5), (1e4, 2), (3e4, 1)}; 3 seeds; ``eta = 1 / beta``). Mean excess test
+log-loss over the 16 cells, last iterate: 0.0135 / 0.0137 / 0.0143 / 0.0157 / 0.0188 for ``c`` =
+1/16, 1/8, 1/4, 1/2, 1 (and 0.0156-0.0174 at ``eta = 1.5 / beta``); with the tail average of
+:data:`skdpsco.solvers.noisy_gd.TAIL_FRACTION`: 0.0129 / 0.0135 / 0.0146 for 1/16, 1/8, 1/4."""
+
+START_DISTANCE_FRACTION = 0.5
+"""The rule assumes ``||w* - w_0|| = R / 2`` (``w_0 = 0``, ``w*`` anywhere in the ball of radius
+``R``): a prior, not a bound; the worst case ``R`` plans horizons twice as long, which measured
+worse on every validation problem whose optimum lies strictly inside the ball."""
+
+MAX_NOISY_GD_STEPS = 2000
+"""Public cap on the number of full-batch steps (compute: ``T n`` gradients). It does not bind on
+the validation grid nor on the benchmark grid of issue 9 (largest ``T`` chosen there: 1475, at
+``n = 1e5``, ``epsilon = 3``, ``p = 21``; the uncapped optimum of the risk model is within 0.02%)."""
+
+_HORIZON_GRID = 400
+"""Points of the log-spaced grid on which the risk model is minimised."""
+
+
+@dataclass(frozen=True)
+class NoisyGDSchedule:
+    """Default schedule of full-batch noisy GD.
+
+    Attributes
+    ----------
+    step : float
+        ``eta = 1 / beta``: the largest step of the descent lemma, and half the contraction limit
+        ``2 / beta`` (FMTT Prop. 18) on which the last-iterate bound rests.
+    n_steps : int
+        ``T = ceil(tau / eta)`` for the horizon ``tau`` of :func:`noisy_gd_risk_model`'s minimiser,
+        at least 1 and at most :data:`MAX_NOISY_GD_STEPS`.
+    horizon : float
+        ``tau = eta T`` actually run.
+    """
+
+    step: float
+    n_steps: int
+    horizon: float
+
+
+def noisy_gd_risk_model(
+    horizon, n_samples: int, n_params: int, noise_multiplier: float, lipschitz: float,
+    smoothness: float, radius: float,
+):
+    """Excess risk bound of noisy GD after time ``tau = eta T`` on the canonical public problem.
+
+    Full-batch noisy GD accounted by composition (:mod:`skdpsco.solvers.noisy_gd`) adds gradient
+    noise of variance ``s**2 = (2 L z / n)**2 T`` per coordinate (``z``: the Gaussian noise
+    multiplier of (epsilon, delta)), so the noise entering the iterate per unit time is
+    ``v = eta s**2 / tau = (2 L z / n)**2`` whatever the split of ``tau`` into steps. On a quadratic
+    with Hessian ``h I`` started at distance ``R0`` from its minimiser (gradient flow with
+    additive noise, ``eta h << 1``):
+
+    * optimisation error ``(h / 2) R0**2 exp(-2 h tau)``, at most ``R0**2 / (4 e tau)`` over all
+      ``h`` (attained at ``h = 1 / (2 tau)``) and ``(h_lo / 2) R0**2 exp(-2 h_lo tau)`` over
+      ``h >= h_lo`` when ``1 / (2 tau) < h_lo``;
+    * noise error ``p h Var / 2`` with ``Var = v tau (1 - exp(-2 h tau)) / (2 h)`` per
+      coordinate, at most ``p v tau / 4`` for every ``h``.
+
+    With ``R0 = R / 2`` (:data:`START_DISTANCE_FRACTION`) and ``h_lo = c beta / p``
+    (:data:`CURVATURE_FRACTION`) the bound is
+
+        E(tau) = opt(tau) + p v tau / 4.
+
+    Its flat-curvature part, ``R0**2 / (4 e tau) + p v tau / 4``, is the convex noisy-GD bound
+    ``R0**2 / (2 tau) + eta p s**2 / 2`` up to constants (minimised at ``tau ~ R0 n / (L z
+    sqrt(p))``, the ``sqrt(p) / (n mu)`` rate); ``h_lo`` stops the horizon from growing with ``n``
+    once every direction of curvature ``>= h_lo`` has converged.
+
+    Parameters
+    ----------
+    horizon : float or ndarray
+        ``tau > 0``.
+    n_samples, n_params : int
+    noise_multiplier : float
+        ``z = sigma / Delta`` of one Gaussian release meeting (epsilon, delta).
+    lipschitz, smoothness, radius : float
+        ``L`` (per-row gradient bound, the sensitivity constant), ``beta`` and ``R``.
+    """
+    tau = np.asarray(horizon, dtype=float)
+    r0 = START_DISTANCE_FRACTION * radius
+    h_lo = CURVATURE_FRACTION * smoothness / n_params
+    flat = r0**2 / (4.0 * math.e * tau)
+    curved = 0.5 * h_lo * r0**2 * np.exp(-2.0 * h_lo * tau)
+    optimisation = np.where(tau <= 1.0 / (2.0 * h_lo), flat, curved)
+    diffusion = (2.0 * lipschitz * noise_multiplier / n_samples) ** 2
+    return optimisation + n_params * diffusion * tau / 4.0
+
+
+@lru_cache(maxsize=256)
+def noisy_gd_schedule(
+    n_samples: int, n_params: int, epsilon: float, delta: float, lipschitz: float,
+    smoothness: float, radius: float,
+) -> NoisyGDSchedule:
+    """Default step and number of steps of full-batch noisy GD (public quantities only).
+
+    ``eta = 1 / beta``; the horizon ``tau`` minimises :func:`noisy_gd_risk_model` on a log grid
+    from one step to :data:`MAX_NOISY_GD_STEPS` steps; ``T = ceil(tau / eta)``.
+
+    Parameters
+    ----------
+    n_samples, n_params : int
+        ``n`` and ``p`` (all classes, intercept column included).
+    epsilon, delta : float
+        Target guarantee.
+    lipschitz : float
+        ``L``: bound on every per-row loss gradient on the ball (the sensitivity constant).
+    smoothness : float
+        ``beta`` of the per-row objective (ridge included), finite and > 0.
+    radius : float
+        ``R`` of the domain ball.
+    """
+    if not (0 < smoothness < math.inf and 0 < lipschitz < math.inf and 0 < radius < math.inf):
+        raise ValueError(
+            "The noisy-GD default schedule needs finite, positive L, beta and radius; got "
+            f"L={lipschitz!r}, beta={smoothness!r}, radius={radius!r}."
+        )
+    step = 1.0 / smoothness
+    z = gaussian_noise_multiplier(float(epsilon), float(delta))
+    grid = step * np.geomspace(1.0, MAX_NOISY_GD_STEPS, _HORIZON_GRID)
+    risk = noisy_gd_risk_model(grid, n_samples, n_params, z, lipschitz, smoothness, radius)
+    n_steps = int(min(MAX_NOISY_GD_STEPS, math.ceil(grid[int(np.argmin(risk))] / step - 1e-9)))
+    return NoisyGDSchedule(step, max(n_steps, 1), step * max(n_steps, 1))
+
+
+# -- radius --------------------------------------------------------------------------------------------
+
+
+def regression_radius(n_params: int, data_norm: float, y_bound: float) -> float:
+    """Radius ``R = y_bound sqrt(p) / data_norm`` of the ball for a regression loss.
+
+    The noise of every solver scales with ``L``, and for ``|y - <w, x>|^p`` (``p > 1``) ``L = p B
+    (B_y + B R)^(p - 1)`` grows with ``R`` (:class:`skdpsco.losses.PowerLoss`): the radius should
+    be the smallest that holds the models worth fitting. A row of norm ``B`` has a component of
+    typical size ``B / sqrt(p)`` along a fixed direction when its directions are spread evenly, so
+    ``R = B_y sqrt(p) / B`` is the norm a model needs to predict targets of size ``B_y`` from such
+    rows. ``data_norm`` is the bound ``B`` of the rows the solver sees (``sqrt(2)`` times the
+    estimator's ``data_norm`` with the intercept column). A public prior, not a bound: for 20
+    features plus intercept, ``data_norm = y_bound = 1``, it gives ``R = 3.24`` and ``L = 15.8``
+    for the squared loss, against ``L = 42.8`` at the estimators' ``radius = 10``.
+    """
+    if not (n_params >= 1 and 0 < data_norm < math.inf and 0 < y_bound < math.inf):
+        raise ValueError(
+            f"n_params must be >= 1 and data_norm, y_bound finite and > 0; got {n_params!r}, "
+            f"{data_norm!r}, {y_bound!r}."
+        )
+    return y_bound * math.sqrt(n_params) / data_norm
+
+
+# -- Snowball-SGD ------------------------------------------------------------------------------------
+
+SNOWBALL_NOISE_MULTIPLIERS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
+"""Public grid of ``kappa`` values the Snowball rule chooses from (``kappa = 1`` is FKT's)."""
+
+
+def snowball_utility_factor(schedule: str, noise_multiplier: float, n_steps: int) -> float:
+    """Square of Snowball's excess-risk bound up to ``(D L)**2`` (``inf`` for ``T = 0``).
+
+    FKT Thm 3.4 (JNN steps) / Thm 3.2 (constant step) with the gradient second moment ``(1 +
+    kappa**2) L**2`` of the §A3 generalisation: ``(1 + kappa**2) / T``, times ``(2 + ln T)**2``
+    for constant steps.
+    """
+    if n_steps == 0:
+        return math.inf
+    log_factor = 1.0 if schedule == "jnn" else (2.0 + math.log(n_steps)) ** 2
+    return (1.0 + noise_multiplier**2) * log_factor / n_steps
+
+
+def snowball_noise_multiplier(
+    n_samples: int, n_params: int, rho: float, schedule: str
+) -> tuple[float, int]:
+    """``kappa`` of :data:`SNOWBALL_NOISE_MULTIPLIERS` minimising :func:`snowball_utility_factor`.
+
+    More noise per step (larger ``kappa``) buys smaller privacy-calibrated batches (``B_t``
+    scales as ``1 / kappa``, ``feldman.md`` §A1) and so more steps ``T(kappa)`` in ``n`` rows; the
+    rule weighs the two through the utility bound. It picks ``kappa ~ 2-3`` at small ``n rho``
+    (up to 5x more steps than ``kappa = 1``) and ``kappa ~ 0.25-0.5`` at large ``n rho``, the
+    directions the tuned runs of ``shared/notes/utility-prototype.md`` §8(b) found best.
+
+    Parameters
+    ----------
+    n_samples, n_params : int
+    rho : float
+        zCDP budget (``calibrate_zcdp_rho(epsilon, delta)``).
+    schedule : {'jnn', 'constant'}
+
+    Returns
+    -------
+    kappa : float
+    n_steps : int
+        ``T(kappa)``, the largest number of steps whose exact batches fit in ``n`` rows (0 when
+        even one step does not fit for any ``kappa``).
+    """
+    from .solvers.snowball import max_steps  # the batch arithmetic lives with the solver
+
+    candidates = [(kappa, max_steps(n_samples, schedule, n_params, kappa, rho)) for kappa in SNOWBALL_NOISE_MULTIPLIERS]
+    return min(candidates, key=lambda c: snowball_utility_factor(schedule, c[0], c[1]))

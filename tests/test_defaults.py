@@ -1,0 +1,113 @@
+"""Defaults rules (skdpsco.defaults): pure functions of public quantities, minimising the bounds
+they document; formulas rewritten here from the docstrings' derivations."""
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+import skdpsco.defaults as defaults
+from skdpsco.accounting import calibrate_zcdp_rho, gaussian_noise_multiplier
+from skdpsco.defaults import (
+    MAX_NOISY_GD_STEPS,
+    SNOWBALL_NOISE_MULTIPLIERS,
+    noisy_gd_risk_model,
+    noisy_gd_schedule,
+    snowball_noise_multiplier,
+    snowball_utility_factor,
+)
+from skdpsco.solvers.snowball import max_steps, plan_snowball
+
+DELTA = 1e-5
+L, BETA, R = math.sqrt(2.0) / (1 + math.exp(-math.sqrt(2.0) * 10)), 0.5, 10.0  # logistic, data_norm sqrt(2)
+
+
+def public_arguments(function):
+    return list(inspect.signature(function).parameters)
+
+
+def test_rules_take_public_quantities_only():
+    assert public_arguments(noisy_gd_schedule) == [
+        "n_samples", "n_params", "epsilon", "delta", "lipschitz", "smoothness", "radius",
+    ]
+    assert public_arguments(snowball_noise_multiplier) == ["n_samples", "n_params", "rho", "schedule"]
+
+
+def test_noisy_gd_schedule_is_deterministic():
+    first = noisy_gd_schedule(5000, 11, 1.0, DELTA, L, BETA, R)
+    noisy_gd_schedule.cache_clear()
+    assert noisy_gd_schedule(5000, 11, 1.0, DELTA, L, BETA, R) == first
+
+
+def risk_model(tau, n, p, z, lipschitz, beta, radius):
+    """The docstring's bound, rewritten: worst-case optimisation error over curvatures h >= h_lo
+    of (h/2) R0^2 exp(-2 h tau), plus the noise term p (2 L z / n)^2 tau / 4."""
+    r0 = defaults.START_DISTANCE_FRACTION * radius
+    h_lo = defaults.CURVATURE_FRACTION * beta / p
+    h = max(h_lo, 1 / (2 * tau))
+    return h / 2 * r0**2 * math.exp(-2 * h * tau) + p * (2 * lipschitz * z / n) ** 2 * tau / 4
+
+
+@pytest.mark.parametrize("tau", [0.5, 3.0, 40.0, 900.0, 1e5])
+def test_risk_model_matches_its_derivation(tau):
+    z = gaussian_noise_multiplier(1.0, DELTA)
+    assert noisy_gd_risk_model(tau, 3000, 11, z, L, BETA, R) == pytest.approx(risk_model(tau, 3000, 11, z, L, BETA, R))
+
+
+@pytest.mark.parametrize("n, p, epsilon", [(400, 31, 0.3), (1000, 21, 3.0), (10_000, 21, 1.0), (100_000, 5, 3.0)])
+def test_noisy_gd_schedule_minimises_the_risk_model(n, p, epsilon):
+    schedule = noisy_gd_schedule(n, p, epsilon, DELTA, L, BETA, R)
+    z = gaussian_noise_multiplier(epsilon, DELTA)
+    assert schedule.step == pytest.approx(1 / BETA)
+    assert 1 <= schedule.n_steps <= MAX_NOISY_GD_STEPS
+    assert schedule.horizon == pytest.approx(schedule.step * schedule.n_steps)
+    dense = [risk_model(schedule.step * T, n, p, z, L, BETA, R) for T in range(1, MAX_NOISY_GD_STEPS + 1)]
+    assert risk_model(schedule.horizon, n, p, z, L, BETA, R) <= min(dense) * 1.01
+
+
+def test_noisy_gd_horizon_grows_with_the_privacy_budget_and_the_sample_size():
+    steps = [noisy_gd_schedule(n, 21, eps, DELTA, L, BETA, R).n_steps for n in (1000, 10_000) for eps in (0.3, 1.0, 3.0)]
+    assert steps[:3] == sorted(steps[:3]) and steps[3:] == sorted(steps[3:])
+    assert all(a < b for a, b in zip(steps[:3], steps[3:]))
+
+
+def test_noisy_gd_schedule_refuses_unbounded_constants():
+    with pytest.raises(ValueError, match="beta"):
+        noisy_gd_schedule(100, 3, 1.0, DELTA, L, math.inf, R)
+    with pytest.raises(ValueError, match="radius"):
+        noisy_gd_schedule(100, 3, 1.0, DELTA, L, BETA, math.inf)
+
+
+# -- Snowball ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schedule, kappa, T", [("jnn", 1.0, 100), ("constant", 0.5, 50), ("jnn", 2.0, 0)])
+def test_snowball_utility_factor_is_the_bound_of_fkt_thm_3_4_and_3_2(schedule, kappa, T):
+    if T == 0:
+        assert snowball_utility_factor(schedule, kappa, T) == math.inf
+        return
+    log = 1.0 if schedule == "jnn" else (2 + math.log(T)) ** 2
+    assert snowball_utility_factor(schedule, kappa, T) == pytest.approx((1 + kappa**2) * log / T)
+
+
+@pytest.mark.parametrize("n, epsilon", [(400, 1.0), (10_000, 1.0), (100_000, 3.0)])
+def test_snowball_noise_multiplier_is_the_argmin_over_the_public_grid(n, epsilon):
+    rho = calibrate_zcdp_rho(epsilon, DELTA)
+    factors = {k: snowball_utility_factor("jnn", k, max_steps(n, "jnn", 21, k, rho)) for k in SNOWBALL_NOISE_MULTIPLIERS}
+    kappa, n_steps = snowball_noise_multiplier(n, 21, rho, "jnn")
+    assert factors[kappa] == min(factors.values())
+    assert n_steps == max_steps(n, "jnn", 21, kappa, rho)
+
+
+def test_snowball_rule_adds_noise_at_small_n_rho_and_removes_it_at_large():
+    small, _ = snowball_noise_multiplier(400, 31, calibrate_zcdp_rho(1.0, DELTA), "jnn")
+    large, _ = snowball_noise_multiplier(100_000, 21, calibrate_zcdp_rho(3.0, DELTA), "jnn")
+    assert small > 1.0 > large
+
+
+def test_snowball_plans_with_the_rule():
+    plan = plan_snowball(10_000, 21, L, BETA, R, 1.0, DELTA, "jnn")
+    kappa, n_steps = snowball_noise_multiplier(10_000, 21, calibrate_zcdp_rho(1.0, DELTA), "jnn")
+    assert (plan.noise_multiplier, plan.n_steps) == (kappa, n_steps)
+    assert plan.noise_std == pytest.approx(kappa * L / math.sqrt(21))
