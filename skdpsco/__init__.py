@@ -12,6 +12,9 @@ from .accounting import (
     set_accountant,
 )
 from .linear_model import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyWarning
+from .location import inverse_sensitivity_location
+from .model_selection import DPSearchCV
+from .preprocessing import DPStandardScaler
 
 __version__ = "0.1.0.dev0"
 
@@ -20,8 +23,11 @@ __all__ = [
     "DPHingeSVM",
     "DPLogisticRegression",
     "DPLpRegression",
+    "DPSearchCV",
+    "DPStandardScaler",
     "PrivacyAccountant",
     "PrivacyWarning",
     "get_accountant",
+    "inverse_sensitivity_location",
     "set_accountant",
 ]

@@ -1,0 +1,621 @@
+"""Private hyperparameter selection: the whole search accounted as one event.
+
+Picking the best of many private fits on the same rows is itself a mechanism. With the shared
+accountant, :class:`sklearn.model_selection.GridSearchCV` over an skdpsco estimator records
+*every* fit (``clone`` keeps the accountant), so a search over ``m`` candidates and ``k`` folds
+costs the composition of ``m k`` fits, each at the estimator's own (epsilon, delta) — and its
+``cv_results_`` publish non-private scores of the held-out folds on top of that.
+
+:class:`DPSearchCV` runs *private selection with a random number of trials* instead (Liu &
+Talwar 2019; Papernot & Steinke 2022, "Hyperparameter tuning with Renyi differential privacy",
+Thm 2): draw ``K`` from a truncated negative binomial distribution, run ``K`` independent
+trials, release only the best. Each trial draws a candidate from the public grid or
+distributions, fits it on the training split and scores it privately on the held-out split. If
+one trial is ``rho``-zCDP, the search is described by
+``dp_accounting.RepeatAndSelectDpEvent(zcdp_event(rho), mean, shape)``, whose RDP bound
+(PS22 Thm 2, implemented in ``dp_accounting``'s RDP accountant) depends on the mean of ``K``,
+not on ``K``: the cost grows like ``log E[K]``, not like ``E[K]``.
+
+What is released, and what must not be
+--------------------------------------
+Only the selected trial: its parameters, its model and its noisy score. The number of trials
+``K``, the candidates of the other trials and their scores are *not* released: the theorem
+covers the best output alone, and it needs ``K`` hidden (knowing ``K = k``, the best of ``k``
+runs of an epsilon-DP mechanism can cost ``k`` epsilon). Consequently ``cv_results_`` has one
+row, the released trial; a fixed ``random_state`` (which determines ``K``) and the running time
+(proportional to ``K``) reveal ``K``, so use ``random_state=None`` and do not publish timings
+for a release.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from typing import Callable
+
+import dp_accounting
+import numpy as np
+from scipy.optimize import brentq
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.utils import _safe_indexing, get_tags
+from sklearn.utils._available_if import available_if
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
+
+from .accounting import (
+    PrivacyAccountant,
+    calibrate_noise,
+    calibrate_zcdp_rho,
+    epsilon_of,
+    get_accountant,
+    zcdp_event,
+)
+from .linear_model._base import PrivacyWarning, _generator
+from .solvers import _core
+
+__all__ = [
+    "DPSearchCV",
+    "RandomTrials",
+    "calibrate_trial_rho",
+    "noisy_mean_score",
+    "select_best",
+    "zcdp_rho",
+]
+
+
+# -- the number of trials ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class RandomTrials:
+    """Distribution of the number of trials ``K``: truncated negative binomial ``TNB(shape, gamma)``.
+
+    PS22 Def. 1: for ``shape > 0``, ``P(K = k)`` is proportional to
+    ``(1 - gamma)**k prod_{l<k} (l + shape) / (l + 1)`` on ``k >= 1`` (a negative binomial
+    conditioned on ``K >= 1``); ``shape = 0`` is the logarithmic distribution
+    ``P(K = k) = (1 - gamma)**k / (k ln(1 / gamma))``; ``shape = 1`` the geometric distribution
+    of Liu & Talwar 2019. Smaller shapes cost less privacy for the same mean but make a short
+    search (``K = 1``) more likely. ``K >= 1`` always.
+
+    Attributes
+    ----------
+    mean : float
+        Target ``E[K] > 1``.
+    shape : float
+        ``eta >= 0`` (finite).
+    """
+
+    mean: float
+    shape: float
+
+    def __post_init__(self):
+        if not (math.isfinite(self.mean) and self.mean > 1):
+            raise ValueError(f"The mean number of trials must be a finite number > 1; got {self.mean!r}.")
+        if not (math.isfinite(self.shape) and self.shape >= 0):
+            raise ValueError(f"shape must be a finite number >= 0; got {self.shape!r}.")
+
+    @staticmethod
+    def mean_of(gamma: float, shape: float) -> float:
+        """``E[K]`` of ``TNB(shape, gamma)`` (PS22 §2): ``shape (1 - gamma) / (gamma (1 - gamma**shape))``,
+        and ``(1 - gamma) / (gamma ln(1 / gamma))`` at ``shape = 0``."""
+        if shape == 0:
+            return (1.0 - gamma) / (gamma * -math.log(gamma))
+        return shape * (1.0 - gamma) / (gamma * -math.expm1(shape * math.log(gamma)))
+
+    @cached_property
+    def gamma(self) -> float:
+        """The ``gamma`` in ``(0, 1)`` whose ``E[K]`` is ``mean`` (``E[K]`` decreases in ``gamma``)."""
+        log_gamma = brentq(
+            lambda t: math.log(self.mean_of(math.exp(t), self.shape)) - math.log(self.mean),
+            math.log(1e-300), -1e-12, xtol=1e-14, rtol=1e-14,
+        )
+        return math.exp(log_gamma)
+
+    def sample(self, rng: np.random.Generator) -> int:
+        """Draw ``K`` (public randomness, independent of the data)."""
+        if self.shape == 0:
+            return int(rng.logseries(1.0 - self.gamma))
+        while True:  # negative binomial conditioned on K >= 1
+            k = int(rng.negative_binomial(self.shape, self.gamma))
+            if k >= 1:
+                return k
+
+    def dp_event(self, trial_event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
+        """Event of releasing the best of ``K`` independent runs of a mechanism with ``trial_event``.
+
+        The event's mean is the exact mean of the distribution :meth:`sample` draws from;
+        ``dp_accounting`` recovers ``gamma`` from it by bisection and keeps the smaller end,
+        which only enlarges the bound's ``ln(1 / gamma)`` term (PS22 Thm 2).
+        """
+        return dp_accounting.dp_event.RepeatAndSelectDpEvent(
+            trial_event, self.mean_of(self.gamma, self.shape), float(self.shape)
+        )
+
+
+@lru_cache(maxsize=64)
+def calibrate_trial_rho(epsilon: float, delta: float, trials: RandomTrials, rtol: float = 1e-4) -> float:
+    """Largest ``rho`` such that selecting the best of ``K ~ trials`` ``rho``-zCDP trials is
+    (epsilon, delta)-DP, within ``rtol``.
+
+    :func:`~skdpsco.accounting.calibrate_noise` on ``1 / rho``, started from the ``rho`` of a
+    single (epsilon, delta) release (:func:`calibrate_zcdp_rho`): the selection costs at least
+    one trial, so every larger ``rho`` fails.
+    """
+    inverse = calibrate_noise(
+        lambda inverse_rho: trials.dp_event(zcdp_event(1.0 / inverse_rho)), epsilon, delta,
+        initial=2.0 / calibrate_zcdp_rho(epsilon, delta), rtol=rtol,
+    )
+    return 1.0 / inverse
+
+
+def zcdp_rho(event: dp_accounting.DpEvent) -> float:
+    """Smallest ``rho`` such that every mechanism described by ``event`` is ``rho``-zCDP.
+
+    Exact for the events of the library convention (``accounting`` module docstring): a
+    Gaussian release ``gaussian_event(sigma, Delta)`` has RDP ``alpha Delta**2 / (2 sigma**2)``,
+    i.e. ``rho = 1 / (2 z**2)`` with ``z = noise_multiplier``; ``(xi, rho)``-zCDP has RDP
+    ``xi + rho alpha <= (xi + rho) alpha`` for ``alpha > 1``; compositions add.
+
+    Raises
+    ------
+    ValueError
+        For events without a zCDP bound (sampled Gaussians, bounds at one Renyi order, failure
+        probabilities): the selection theorem needs an RDP bound of every trial at every order.
+    """
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return 0.0
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return 1.0 / (2.0 * event.noise_multiplier**2)
+    if isinstance(event, dp_accounting.ZCDpEvent):
+        return float(event.rho + event.xi)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return sum(zcdp_rho(e) for e in event.events)
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return event.count * zcdp_rho(event.event)
+    raise ValueError(
+        f"The privacy event {event!r} has no zCDP bound, which private selection needs for every "
+        "trial (Papernot & Steinke 2022, Thm 2). Choose an algorithm whose guarantee is a Gaussian "
+        "release or zCDP (e.g. 'phased_sgd', 'snowball', 'pnsgd')."
+    )
+
+
+# -- one trial's score and the selection ------------------------------------------------------
+def noisy_mean_score(per_row: np.ndarray, value_range: float, rho: float, rng: np.random.Generator) -> tuple[float, float]:
+    """``rho``-zCDP mean of per-row scores that each lie in an interval of length ``value_range``.
+
+    Replacing one of the ``n`` rows moves the mean by at most ``value_range / n``; Gaussian
+    noise of standard deviation ``sigma = (value_range / n) / sqrt(2 rho)`` makes the release
+    ``gaussian_event(sigma, value_range / n)``, i.e. exactly ``rho``-zCDP (:func:`zcdp_rho`).
+
+    Returns
+    -------
+    (score, sigma) : tuple of float
+    """
+    sensitivity = value_range / per_row.shape[0]
+    sigma = sensitivity / math.sqrt(2.0 * rho)
+    return float(np.mean(per_row) + _core.gaussian_noise(rng, sigma, ())), sigma
+
+
+def select_best(run_trial: Callable[[int], tuple[object, float]], n_trials: int) -> tuple[object, float]:
+    """Run ``run_trial(0), ..., run_trial(n_trials - 1)`` and return the ``(output, score)`` with
+    the highest score (the first on ties, which have probability 0 under Gaussian score noise).
+
+    Only this pair may be released (PS22 Thm 2); ``n_trials`` must be drawn by
+    :meth:`RandomTrials.sample` and kept hidden.
+    """
+    best = None
+    for index in range(n_trials):
+        output, score = run_trial(index)
+        if best is None or score > best[1]:
+            best = (output, score)
+    return best
+
+
+# -- candidates -------------------------------------------------------------------------------
+class _Planned(Exception):
+    """Carries the event an estimator was about to charge."""
+
+    def __init__(self, event):
+        super().__init__(event)
+        self.event = event
+
+
+class _PlanningAccountant(PrivacyAccountant):
+    """Stops a fit at its charge, which every skdpsco estimator makes from public quantities
+    before reading the rows, and reports the event instead of recording it."""
+
+    def charge(self, event, **kwargs):
+        raise _Planned(event)
+
+
+def _largest_feasible(excess: Callable[[float], float], start: float, tolerance: float = 0.02) -> float:
+    """Largest ``t`` with ``excess(t) <= 0``, for an increasing ``excess``: a ``t`` with
+    ``-tolerance <= excess(t) <= 0``, or the feasible end of a bracket narrower than ``tolerance / 2``.
+
+    ``excess(t) = ln(rho(e**t) / rho_trial)``, the log-ratio of a candidate's planned zCDP
+    ``rho`` at ``epsilon = e**t`` to the trial's: each evaluation plans a fit, so the search
+    steps like Newton's method with slope 2 (``rho`` grows like ``epsilon**2`` for a Gaussian
+    release) until it brackets, then by safeguarded secant steps. Typically two evaluations.
+    """
+    feasible = infeasible = None
+    t = start
+    for _ in range(60):
+        value = excess(t)
+        if value <= 0:
+            if value >= -tolerance:
+                return t
+            feasible = (t, value)
+        else:
+            infeasible = (t, value)
+        if feasible is None or infeasible is None:
+            t -= value / 2 + math.copysign(tolerance / 4, value)
+            continue
+        (a, excess_a), (b, excess_b) = feasible, infeasible
+        if b - a <= tolerance / 2:
+            return a
+        secant = a - excess_a * (b - a) / (excess_b - excess_a) - tolerance / 4
+        t = min(max(secant, a + (b - a) / 10), b - (b - a) / 10)
+    raise ValueError("the candidate's privacy cost does not decrease with its epsilon.")
+
+
+def _draw_candidate(distributions, rng: np.random.Generator) -> dict:
+    """One candidate, independently of the others (the trials must be i.i.d.): a uniformly chosen
+    dict of the list, then for each parameter a draw of its distribution (``rvs``) or a
+    uniformly chosen element of its list."""
+    grid = distributions[int(rng.integers(len(distributions)))]
+    candidate = {}
+    for name in sorted(grid):
+        values = grid[name]
+        candidate[name] = values.rvs(random_state=rng) if hasattr(values, "rvs") else values[int(rng.integers(len(values)))]
+    return candidate
+
+
+def _per_row_scores(scoring: str, clip: float, estimator, X, y) -> tuple[np.ndarray, float]:
+    """Per-row scores of ``estimator`` on held-out rows and the length of their public range."""
+    prediction = estimator.predict(X)
+    if scoring == "accuracy":
+        return (np.asarray(prediction) == np.asarray(y)).astype(float), 1.0
+    error = np.abs(np.asarray(prediction, dtype=float) - np.asarray(y, dtype=float))
+    if scoring == "neg_mean_squared_error":
+        error = error**2
+    return -np.minimum(error, clip), float(clip)
+
+
+def _best_has(name: str):
+    def check(search):
+        estimator = getattr(search, "best_estimator_", search.estimator)
+        return hasattr(estimator, name)
+
+    return check
+
+
+class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
+    """Differentially private hyperparameter search: private selection with a random number of trials.
+
+    ``K`` is drawn from :class:`RandomTrials` (``E[K] = n_iter``). Each of the ``K`` trials draws
+    a candidate from ``param_distributions``, fits ``estimator`` with it on the training split,
+    scores it privately on the held-out split, and the best trial is released. The whole search
+    is (epsilon, delta)-DP (replace-one) and is recorded with the accountant as one event,
+    ``RepeatAndSelectDpEvent(zcdp_event(rho), n_iter, n_iter_shape)`` (Papernot & Steinke
+    2022, Thm 2), before any row is read.
+
+    Parameters
+    ----------
+    estimator : skdpsco estimator
+        With parameters ``epsilon``, ``delta``, ``random_state`` and ``accountant``, charging its
+        accountant before reading the rows (every skdpsco estimator does), and a guarantee with
+        a zCDP bound (Gaussian releases or zCDP: all the default algorithms). A
+        :class:`~sklearn.pipeline.Pipeline` whose last step is such an estimator and whose other
+        steps are per-row transforms (e.g. ``Normalizer``) works too; private preprocessing
+        such as :class:`~skdpsco.preprocessing.DPStandardScaler` must be fitted before the search.
+    param_distributions : dict or list of dicts
+        Parameter names (as for ``estimator.set_params``) mapped to lists (uniform choice) or to
+        distributions with ``rvs`` (``scipy.stats``). Public: never derived from the data. Every
+        trial draws independently, with replacement, even from a grid of lists.
+    epsilon : float, default=1.0
+        Privacy parameter epsilon > 0 of the whole search.
+    delta : float, default=1e-5
+        Privacy parameter delta in (0, 1) of the whole search.
+    n_iter : float, default=10
+        Mean number of trials ``E[K] > 1``; the privacy cost grows like ``log(n_iter)``.
+    n_iter_shape : float, default=1.0
+        Shape ``eta >= 0`` of the truncated negative binomial distribution of ``K``: 1 is
+        geometric (Liu & Talwar 2019), 0 logarithmic (cheapest, but ``K = 1`` more often).
+    scoring : {'accuracy', 'neg_mean_absolute_error', 'neg_mean_squared_error'} or None, default=None
+        Per-row score averaged over the held-out rows. ``None``: accuracy for classifiers, negative
+        mean absolute error for regressors. Regression errors are clipped to ``score_clip``.
+    score_clip : float, default=1.0
+        Public bound of a row's error (absolute or squared) in the regression scores; it sets
+        the score's sensitivity ``score_clip / n_validation``. Ignored for accuracy (range 1).
+    validation_fraction : float, default=0.2
+        Fraction of the rows held out for scoring. The split is drawn from ``random_state`` (public
+        randomness) and shared by all trials.
+    random_state : int, RandomState instance or None, default=None
+        Source of the split, of ``K``, of the candidates and of every trial's noise. Use ``None``
+        for releases: a known seed reveals ``K`` and the noise.
+    accountant : PrivacyAccountant or None, default=None
+        Ledger charged once with the whole search; ``None`` uses the shared default.
+
+    Attributes
+    ----------
+    best_estimator_ : estimator
+        The model of the selected trial, trained on the training split only (no refit: training
+        again on all rows would be a further release). Its ``random_state`` is reset to ``None``
+        (the trial's seed would reveal its noise) and its ``accountant`` is the search's. Its
+        ``epsilon_`` / ``dp_event_`` describe that trial's fit alone.
+    best_params_ : dict
+        The selected candidate.
+    best_score_ : float
+        Its private (noisy) held-out score.
+    cv_results_ : dict
+        One row, the released trial (``params``, ``mean_test_score``, ``rank_test_score``): the
+        other trials, and their number, are part of the mechanism and are not released.
+    epsilon_, delta_ : float
+        The guarantee of the search (``epsilon_ <= epsilon``).
+    dp_event_ : dp_accounting.DpEvent
+        The one event recorded with the accountant.
+    trial_rho_ : float
+        Each trial is ``trial_rho_``-zCDP: the fit (training rows) and the score (held-out rows)
+        are each ``trial_rho_``-zCDP and touch disjoint rows (parallel composition).
+    score_noise_std_ : float
+        Standard deviation of the Gaussian noise on every trial's score.
+    n_features_in_ : int
+
+    Notes
+    -----
+    Calibration, from public quantities only: ``rho = calibrate_trial_rho(epsilon, delta,
+    RandomTrials(n_iter, n_iter_shape))``; each candidate is fitted at the largest epsilon for
+    which its own event is ``rho``-zCDP, up to 2% of ``rho`` (:func:`zcdp_rho` of the event the
+    estimator plans, found by a root search before the rows are read); the score noise is
+    :func:`noisy_mean_score` at ``rho``. A trial is a mixture, over public randomness (split,
+    candidate, seeds), of mechanisms that are each ``rho``-zCDP, hence ``rho``-zCDP.
+
+    The cost of :class:`sklearn.model_selection.GridSearchCV` over an skdpsco estimator, for
+    comparison: every fit is recorded on the estimator's accountant (``m`` candidates times
+    ``k`` folds, plus the refit), and the ledger's :meth:`~skdpsco.PrivacyAccountant.spent` is
+    their composition; its scores are not private.
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "predict"])],
+        "param_distributions": [dict, list],
+        "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
+        "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_iter": [Interval(numbers.Real, 1, None, closed="neither")],
+        "n_iter_shape": [Interval(numbers.Real, 0, None, closed="left")],
+        "scoring": [StrOptions({"accuracy", "neg_mean_absolute_error", "neg_mean_squared_error"}), None],
+        "score_clip": [Interval(numbers.Real, 0, None, closed="neither")],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+        "accountant": [PrivacyAccountant, None],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        param_distributions,
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        n_iter=10,
+        n_iter_shape=1.0,
+        scoring=None,
+        score_clip=1.0,
+        validation_fraction=0.2,
+        random_state=None,
+        accountant=None,
+    ):
+        self.estimator = estimator
+        self.param_distributions = param_distributions
+        self.epsilon = epsilon
+        self.delta = delta
+        self.n_iter = n_iter
+        self.n_iter_shape = n_iter_shape
+        self.scoring = scoring
+        self.score_clip = score_clip
+        self.validation_fraction = validation_fraction
+        self.random_state = random_state
+        self.accountant = accountant
+
+    # -- helpers ------------------------------------------------------------------------------
+    @property
+    def _prefix(self) -> str:
+        """Parameter prefix of the private step: the last step of a pipeline, else none."""
+        steps = getattr(self.estimator, "steps", None)
+        return f"{steps[-1][0]}__" if steps else ""
+
+    def _private_params(self, **values) -> dict:
+        return {self._prefix + name: value for name, value in values.items()}
+
+    def _scoring(self) -> str:
+        if self.scoring is not None:
+            return self.scoring
+        return "accuracy" if is_classifier(self.estimator) else "neg_mean_absolute_error"
+
+    def _distributions(self) -> list:
+        distributions = self.param_distributions
+        distributions = [distributions] if isinstance(distributions, dict) else list(distributions)
+        if not distributions or not all(isinstance(d, dict) and d for d in distributions):
+            raise ValueError("param_distributions must be a non-empty dict or a list of non-empty dicts.")
+        for grid in distributions:
+            for name, values in grid.items():
+                if not (hasattr(values, "rvs") or (isinstance(values, (list, tuple, np.ndarray)) and len(values))):
+                    raise ValueError(
+                        f"param_distributions[{name!r}] must be a non-empty list or a distribution with "
+                        f"rvs; got {values!r}."
+                    )
+        return distributions
+
+    def _planned_rho(self, candidate: dict, epsilon: float, X, y) -> float:
+        """:func:`zcdp_rho` of the event ``estimator`` plans with ``candidate`` at ``epsilon``."""
+        planner = _PlanningAccountant()
+        model = clone(self.estimator).set_params(
+            **candidate, **self._private_params(epsilon=epsilon, delta=float(self.delta), accountant=planner)
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyWarning)  # issued once per trial fit instead
+            try:
+                model.fit(X, y)
+            except _Planned as planned:
+                return zcdp_rho(planned.event)
+        raise TypeError(
+            f"{type(self.estimator).__name__} did not charge its accountant before fitting: only "
+            "estimators that record their privacy event can be searched privately."
+        )
+
+    def _candidate_epsilon(self, candidate: dict, rho: float, X, y) -> float:
+        """Largest epsilon at which the candidate's fit is ``rho``-zCDP, with its ``rho`` within 2%
+        of the trial's (:func:`_largest_feasible`, from the epsilon of a ``rho``-zCDP release)."""
+        delta = float(self.delta)
+        start = epsilon_of(zcdp_event(rho), delta)
+        try:
+            log_epsilon = _largest_feasible(
+                lambda t: math.log(self._planned_rho(candidate, math.exp(t), X, y) / rho), math.log(start)
+            )
+        except ValueError as exc:
+            raise ValueError(
+                f"The candidate {candidate} cannot be fitted within the per-trial budget "
+                f"rho={rho:.4g} of this search: {exc} Raise epsilon, lower n_iter, or remove the "
+                "candidate."
+            ) from exc
+        return math.exp(log_epsilon)
+
+    # -- fit ----------------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Run the private search and release the selected trial.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X, y = indexable(X, y)
+        n_samples = _num_samples(X)
+        n_validation = int(round(self.validation_fraction * n_samples))
+        if not 1 <= n_validation <= n_samples - 2:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} of n_samples={n_samples} leaves "
+                f"{n_validation} held-out and {n_samples - n_validation} training rows; both splits "
+                "need rows (at least 2 for training)."
+            )
+        if self.delta >= 1.0 / n_samples:
+            warnings.warn(
+                f"delta={self.delta:g} is not smaller than 1/n_samples={1.0 / n_samples:.3g}; choose "
+                "delta much smaller than 1/n_samples.",
+                PrivacyWarning,
+                stacklevel=2,
+            )
+        distributions = self._distributions()
+        scoring = self._scoring()
+
+        # Public randomness and planning, before any row is read.
+        rng = _generator(self.random_state)
+        order = rng.permutation(n_samples)
+        X_train, y_train = _safe_indexing(X, order[n_validation:]), _safe_indexing(y, order[n_validation:])
+        X_val, y_val = _safe_indexing(X, order[:n_validation]), _safe_indexing(y, order[:n_validation])
+        trials = RandomTrials(float(self.n_iter), float(self.n_iter_shape))
+        rho = calibrate_trial_rho(float(self.epsilon), float(self.delta), trials)
+        n_trials = trials.sample(rng)
+        trial_rngs = rng.spawn(n_trials)
+        candidates = [_draw_candidate(distributions, trial_rng) for trial_rng in trial_rngs]
+        epsilons = {}
+        for candidate in candidates:
+            key = repr(sorted(candidate.items()))
+            if key not in epsilons:
+                epsilons[key] = self._candidate_epsilon(candidate, rho, X_train, y_train)
+
+        event = trials.dp_event(zcdp_event(rho))
+        spent = epsilon_of(event, float(self.delta))
+        accountant = self.accountant if self.accountant is not None else get_accountant()
+        accountant.charge(
+            event,
+            estimator=type(self).__name__,
+            params={k: v for k, v in self.get_params(deep=False).items() if k != "accountant"},
+            epsilon=spent,
+            delta=float(self.delta),
+        )
+
+        # The rows are read from here on; only the selected trial leaves this method.
+        def run_trial(index: int):
+            candidate, trial_rng = candidates[index], trial_rngs[index]
+            ledger = PrivacyAccountant()
+            model = clone(self.estimator).set_params(
+                **candidate,
+                **self._private_params(
+                    epsilon=epsilons[repr(sorted(candidate.items()))], delta=float(self.delta),
+                    random_state=int(trial_rng.integers(2**32)), accountant=ledger,
+                ),
+            )
+            model.fit(X_train, y_train)
+            fit_rho = sum(zcdp_rho(record.event) for record in ledger.history)
+            if fit_rho > rho * (1.0 + 1e-9):  # the plan is public, so is this check
+                raise RuntimeError(
+                    f"The fit of {candidate} recorded rho={fit_rho:.6g} > the planned {rho:.6g}."
+                )
+            per_row, value_range = _per_row_scores(scoring, float(self.score_clip), model, X_val, y_val)
+            score, sigma = noisy_mean_score(per_row, value_range, rho, trial_rng)
+            return (model, candidate, sigma), score
+
+        (model, candidate, sigma), score = select_best(run_trial, n_trials)
+        self.best_estimator_ = model.set_params(**self._private_params(random_state=None, accountant=self.accountant))
+        self.best_params_ = candidate
+        self.best_score_ = score
+        self.cv_results_ = {
+            "params": [candidate],
+            "mean_test_score": np.array([score]),
+            "rank_test_score": np.array([1]),
+        }
+        self.trial_rho_ = rho
+        self.score_noise_std_ = sigma
+        self.dp_event_ = event
+        self.epsilon_ = spent
+        self.delta_ = float(self.delta)
+        self.n_features_in_ = self.best_estimator_.n_features_in_
+        if hasattr(self.best_estimator_, "feature_names_in_"):
+            self.feature_names_in_ = self.best_estimator_.feature_names_in_
+        return self
+
+    # -- delegation to the released model -----------------------------------------------------
+    @property
+    def classes_(self):
+        check_is_fitted(self)
+        return self.best_estimator_.classes_
+
+    @available_if(_best_has("predict"))
+    def predict(self, X):
+        """Predict with ``best_estimator_``."""
+        check_is_fitted(self)
+        return self.best_estimator_.predict(X)
+
+    @available_if(_best_has("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities of ``best_estimator_``."""
+        check_is_fitted(self)
+        return self.best_estimator_.predict_proba(X)
+
+    @available_if(_best_has("decision_function"))
+    def decision_function(self, X):
+        """Decision function of ``best_estimator_``."""
+        check_is_fitted(self)
+        return self.best_estimator_.decision_function(X)
+
+    @available_if(_best_has("score"))
+    def score(self, X, y):
+        """``best_estimator_.score(X, y)`` (not private: for public test data)."""
+        check_is_fitted(self)
+        return self.best_estimator_.score(X, y)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = inner.classifier_tags
+        tags.regressor_tags = inner.regressor_tags
+        tags.input_tags.sparse = inner.input_tags.sparse
+        return tags

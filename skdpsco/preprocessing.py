@@ -1,0 +1,307 @@
+"""Private preprocessing: standardisation with accounted statistics.
+
+A :class:`sklearn.preprocessing.StandardScaler` fitted on the training rows publishes their
+per-feature means and variances (``mean_``, ``var_``, and through ``transform`` every model
+trained after it): a pipeline that puts it in front of a private model is not private.
+:class:`DPStandardScaler` releases the same statistics through the Gaussian mechanism, with the
+features clipped to public bounds, and records the release with the shared accountant like any
+private fit (``DESIGN.md``, "Privacy model").
+
+Per-row transforms need no budget
+---------------------------------
+A transform whose output for a row depends on that row alone and on public constants
+(:class:`sklearn.preprocessing.Normalizer`, a fixed :class:`~sklearn.preprocessing.FunctionTransformer`
+such as ``np.log1p``, clipping to public bounds, a fixed feature map) is applied independently
+to every row: the private model trained after it sees a dataset in which replacing one input
+row replaces one transformed row, so its (epsilon, delta) guarantee is unchanged and nothing is
+charged. ``Normalizer()`` in front of an skdpsco estimator with ``data_norm=1`` is the budget-free
+way to bound the rows. Any transformer *fitted* on the rows (``StandardScaler``, ``MinMaxScaler``,
+``PCA``, ``SimpleImputer`` with a statistic, ...) is a release of the data and needs an accounted
+private counterpart such as :class:`DPStandardScaler`.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from functools import lru_cache
+
+import dp_accounting
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .accounting import PrivacyAccountant, calibrate_noise, epsilon_of, gaussian_event, get_accountant
+from .linear_model._base import PrivacyWarning, _generator
+from .solvers import _core
+
+__all__ = ["DPStandardScaler", "scaler_sensitivities"]
+
+
+def scaler_sensitivities(lower: np.ndarray, upper: np.ndarray, n_samples: int) -> tuple[float, float]:
+    """Replace-one ``l2``-sensitivities of the two statistics of :class:`DPStandardScaler`.
+
+    With every feature clipped to ``[l_j, u_j]``, midpoint ``m_j = (l_j + u_j) / 2`` and half-range
+    ``h_j = (u_j - l_j) / 2``, the scaler releases
+
+    * the centred mean ``(1/n) sum_i (x_ij - m_j)``: one row moves feature ``j`` by at most
+      ``2 h_j / n``, so the ``l2`` sensitivity over the features is ``||u - l||_2 / n``;
+    * the centred second moment ``(1/n) sum_i (x_ij - m_j)**2``, each term in ``[0, h_j**2]``:
+      sensitivity ``||h**2||_2 / n``.
+
+    Centring at the public midpoint (a public shift) halves the range of the squares compared
+    with the raw second moment ``E[x**2]`` on a symmetric range.
+
+    Returns
+    -------
+    (mean_sensitivity, second_moment_sensitivity) : tuple of float
+    """
+    half_range = (np.asarray(upper, dtype=float) - np.asarray(lower, dtype=float)) / 2.0
+    return (
+        float(np.linalg.norm(2.0 * half_range)) / n_samples,
+        float(np.linalg.norm(half_range**2)) / n_samples,
+    )
+
+
+def _scaler_event(noise_multiplier: float, n_releases: int) -> dp_accounting.DpEvent:
+    """``n_releases`` Gaussian releases, each with noise ``noise_multiplier`` times its own
+    sensitivity: the event of the whole fit (PLD composes them exactly)."""
+    if n_releases == 0:
+        return dp_accounting.NoOpDpEvent()
+    event = gaussian_event(noise_multiplier, 1.0)
+    return event if n_releases == 1 else dp_accounting.SelfComposedDpEvent(event, n_releases)
+
+
+@lru_cache(maxsize=128)
+def _calibrated(epsilon: float, delta: float, n_releases: int) -> tuple[float, float]:
+    """Smallest noise multiplier ``z`` for which :func:`_scaler_event` meets (epsilon, delta)
+    (:func:`~skdpsco.accounting.calibrate_noise`), and the epsilon it spends. Public inputs only,
+    hence cached."""
+    if n_releases == 0:
+        return 0.0, 0.0
+    multiplier = calibrate_noise(lambda z: _scaler_event(z, n_releases), epsilon, delta, rtol=1e-4)
+    return multiplier, epsilon_of(_scaler_event(multiplier, n_releases), delta)
+
+
+class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Standardise features with (epsilon, delta)-differentially private means and variances.
+
+    Each feature is clipped to public bounds ``[l_j, u_j]`` (a per-row map: no privacy cost),
+    then its mean and variance are estimated with the Gaussian mechanism. Replace-one
+    neighbours, ``n`` public. The fit is recorded with the accountant before the rows are read.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy parameter epsilon > 0 of this fit.
+    delta : float, default=1e-5
+        Privacy parameter delta in (0, 1); choose it much smaller than ``1 / n_samples``.
+    feature_bounds : tuple (lower, upper), required
+        Public bounds of the features: each a scalar or an array of shape (n_features,), with
+        ``lower < upper``. They must not be computed from the training rows (that would leak
+        their extremes). Values outside are clipped before the statistics are computed; the
+        noise grows with ``upper - lower``.
+    with_mean : bool, default=True
+        Centre the data before scaling (as :class:`~sklearn.preprocessing.StandardScaler`).
+    with_std : bool, default=True
+        Scale the data to unit variance.
+    random_state : int, RandomState instance or None, default=None
+        Source of the privacy noise. ``None`` for releases; a fixed seed makes the noise
+        predictable to whoever knows it.
+    accountant : PrivacyAccountant or None, default=None
+        Ledger charged with this fit; ``None`` uses the shared default.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,) or None
+        Private mean (clipped to the bounds); ``None`` when ``with_mean=False`` and
+        ``with_std=False``.
+    var_ : ndarray of shape (n_features,) or None
+        Private variance, in ``[floor, h_j**2]`` with ``h_j = (u_j - l_j) / 2`` the largest
+        variance a feature in its bounds can have and ``floor = min(noise_std_[1], h_j**2)``,
+        the noise level of the second moment (below it the estimate is noise); ``None``
+        when ``with_std=False``.
+    scale_ : ndarray of shape (n_features,) or None
+        ``sqrt(var_)``; ``None`` when ``with_std=False``.
+    n_samples_seen_ : int
+    n_features_in_ : int
+    epsilon_, delta_ : float
+        The guarantee spent (``epsilon_ <= epsilon``; 0 when nothing is estimated).
+    dp_event_ : dp_accounting.DpEvent
+        The event recorded with the accountant.
+    noise_std_ : tuple of float
+        Standard deviation of the noise on the mean and on the second moment (public).
+
+    Notes
+    -----
+    Mechanism (the sensitivities are :func:`scaler_sensitivities`): with ``m``, ``h`` the
+    public midpoints and half-ranges and ``x`` the clipped rows,
+
+    * ``mu = m + mean_i(x_i - m) + N(0, (z D1)**2 I)``, ``D1 = ||u - l||_2 / n``;
+    * ``S = mean_i((x_i - m)**2) + N(0, (z D2)**2 I)``, ``D2 = ||h**2||_2 / n`` (only with
+      ``with_std``);
+    * ``var = S - (mu - m)**2``, clipped to ``[floor, h**2]``; ``mu`` clipped to ``[l, u]``
+      (post-processing).
+
+    Both releases use the same noise multiplier ``z``, the smallest for which their composition,
+    ``SelfComposedDpEvent(gaussian_event(z, 1), 2)``, meets (epsilon, delta)
+    (:func:`skdpsco.accounting.calibrate_noise`, exact PLD composition). ``transform`` does not
+    clip: it is applied to rows of the user's choosing and releases nothing about the
+    training rows beyond ``mean_`` and ``scale_``.
+    """
+
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
+        "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "feature_bounds": ["array-like", None],
+        "with_mean": ["boolean"],
+        "with_std": ["boolean"],
+        "random_state": ["random_state"],
+        "accountant": [PrivacyAccountant, None],
+    }
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        feature_bounds=None,
+        with_mean=True,
+        with_std=True,
+        random_state=None,
+        accountant=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.feature_bounds = feature_bounds
+        self.with_mean = with_mean
+        self.with_std = with_std
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def _bounds(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        """The public bounds as two arrays of shape (n_features,), validated."""
+        if self.feature_bounds is None:
+            raise ValueError(
+                "DPStandardScaler needs public feature_bounds=(lower, upper), scalars or arrays of "
+                "shape (n_features,), known without looking at the training rows (e.g. the valid "
+                "range of each measurement)."
+            )
+        try:
+            lower, upper = self.feature_bounds
+            lower = np.broadcast_to(np.asarray(lower, dtype=float), (n_features,))
+            upper = np.broadcast_to(np.asarray(upper, dtype=float), (n_features,))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"feature_bounds must be a pair (lower, upper) of scalars or arrays of shape "
+                f"({n_features},); got {self.feature_bounds!r}."
+            ) from exc
+        if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)) and np.all(lower < upper)):
+            raise ValueError(f"feature_bounds need finite lower < upper for every feature; got {self.feature_bounds!r}.")
+        return lower, upper
+
+    def fit(self, X, y=None):
+        """Estimate the private mean and variance of every feature.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Dense training rows.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X = validate_data(self, X, dtype=np.float64, reset=True)
+        n_samples, n_features = X.shape
+        lower, upper = self._bounds(n_features)
+        if self.delta >= 1.0 / n_samples:
+            warnings.warn(
+                f"delta={self.delta:g} is not smaller than 1/n_samples={1.0 / n_samples:.3g}; choose "
+                "delta much smaller than 1/n_samples.",
+                PrivacyWarning,
+                stacklevel=2,
+            )
+        # Public planning: which statistics, their sensitivities, the noise, the event.
+        n_releases = 2 if self.with_std else int(self.with_mean)
+        sensitivities = scaler_sensitivities(lower, upper, n_samples)[:n_releases]
+        multiplier, spent = _calibrated(float(self.epsilon), float(self.delta), n_releases)
+        event = _scaler_event(multiplier, n_releases)
+        accountant = self.accountant if self.accountant is not None else get_accountant()
+        accountant.charge(
+            event,
+            estimator=type(self).__name__,
+            params={k: v for k, v in self.get_params(deep=False).items() if k != "accountant"},
+            epsilon=spent,
+            delta=float(self.delta),
+        )
+        # The rows are read from here on.
+        rng = _generator(self.random_state)
+        midpoint, half_range = (upper + lower) / 2.0, (upper - lower) / 2.0
+        centred = np.clip(X, lower, upper) - midpoint
+        noise_std = tuple(multiplier * s for s in sensitivities)
+        self.mean_ = self.var_ = self.scale_ = None
+        if n_releases:
+            shift = centred.mean(axis=0) + _core.gaussian_noise(rng, noise_std[0], (n_features,))
+            shift = np.clip(shift, -half_range, half_range)
+            self.mean_ = midpoint + shift
+        if self.with_std:
+            second = (centred**2).mean(axis=0) + _core.gaussian_noise(rng, noise_std[1], (n_features,))
+            floor = np.minimum(noise_std[1], half_range**2)
+            self.var_ = np.clip(second - shift**2, floor, half_range**2)
+            self.scale_ = np.sqrt(self.var_)
+        self.n_samples_seen_ = n_samples
+        self.noise_std_ = noise_std
+        self.dp_event_ = event
+        self.epsilon_ = spent
+        self.delta_ = float(self.delta)
+        return self
+
+    def transform(self, X):
+        """Standardise ``X`` with the private statistics (no clipping).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Not modified.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False, copy=True)
+        if self.with_mean:
+            X -= self.mean_
+        if self.with_std:
+            X /= self.scale_
+        return X
+
+    def inverse_transform(self, X):
+        """Undo :meth:`transform`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Not modified.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False, copy=True)
+        if self.with_std:
+            X *= self.scale_
+        if self.with_mean:
+            X += self.mean_
+        return X
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags
