@@ -16,6 +16,7 @@ from ._core import SolverResult, margin_gradient
 from .ftrl import PrivateFTRL
 from .growth import EpochGrowth, Localization
 from .holder import GradientPerturbationSGD, OutputPerturbationSGD
+from .noisy_gd import NoisyGD
 from .phased import PhasedERM, PhasedSGD, StronglyConvexPhasedSGD
 from .pnsgd import PNSGD, MultiPassPNSGD, SkipPNSGD, StopPNSGD
 from .snowball import plan_snowball, run_snowball
@@ -120,6 +121,7 @@ ALGORITHMS = {
     "ftrl": PrivateFTRL(),
     "localization": Localization(),
     "epoch_growth": EpochGrowth(),
+    "noisy_gd": NoisyGD(),
 }
 """Public ``algorithm=`` names and the solver each selects."""
 
