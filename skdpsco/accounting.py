@@ -57,6 +57,9 @@ __all__ = [
     "gaussian_event",
     "gaussian_noise_multiplier",
     "pure_dp_event",
+    "DELTA_DIVISOR",
+    "ObjectivePerturbationDpEvent",
+    "objective_perturbation_epsilon",
     "get_accountant",
     "set_accountant",
     "wang_max_hits",
@@ -357,6 +360,66 @@ def _check_delta(delta: float) -> None:
         raise ValueError(f"delta must be in (0, 1); got {delta!r}.")
 
 
+
+# -- objective perturbation (proof in skdpsco.solvers.objective, "Conversion") ----------------------
+DELTA_DIVISOR = 4.0
+"""Each objective-perturbation release divides delta by 4 in the conversion (module docstring:
+a factor 2 for the fold ``|Z|``, a factor 2 for the maximum over the two directions ``d_k``)."""
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class ObjectivePerturbationDpEvent(dp_accounting.DpEvent):
+    """Objective perturbation: a Gaussian part plus a deterministic epsilon offset.
+
+    The mechanism's privacy-loss is bounded, for every pair of replace-one neighbours, so that
+    ``delta(eps) <= DELTA_DIVISOR * delta_gaussian(eps - epsilon_offset)`` for every real ``eps``,
+    also inside any adaptive composition (:mod:`skdpsco.solvers.objective`, "Conversion"). Converted by
+    :func:`objective_perturbation_epsilon`; ``dp_accounting``'s accountants do not know it.
+
+    Attributes
+    ----------
+    gaussian : dp_accounting.DpEvent
+        Gaussian events in the library convention (:func:`gaussian_event`).
+    epsilon_offset : float
+        ``eps_0 = log(1 + beta / (n Lambda)) >= 0``, the log-determinant bound.
+    """
+
+    gaussian: dp_accounting.DpEvent
+    epsilon_offset: float
+
+    def __attrs_post_init__(self):
+        if not isinstance(self.gaussian, dp_accounting.DpEvent):
+            raise TypeError(f"gaussian must be a DpEvent; got {self.gaussian!r}.")
+        if not (math.isfinite(self.epsilon_offset) and self.epsilon_offset >= 0):
+            raise ValueError(f"epsilon_offset must be finite and >= 0; got {self.epsilon_offset!r}.")
+
+
+def _split_objective_perturbation(event: dp_accounting.DpEvent, count: int = 1):
+    """Total offset and number of :class:`ObjectivePerturbationDpEvent` s of a composition (with
+    multiplicity), and the composition with each replaced by its Gaussian part. Events nested in
+    any other wrapper are left in place, where no accountant supports them (fail closed)."""
+    if isinstance(event, ObjectivePerturbationDpEvent):
+        return count * event.epsilon_offset, count, event.gaussian
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        parts = [_split_objective_perturbation(e, count) for e in event.events]
+        rest = dp_accounting.ComposedDpEvent([p[2] for p in parts])
+        return sum(p[0] for p in parts), sum(p[1] for p in parts), rest
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        offset, k, inner = _split_objective_perturbation(event.event, count * event.count)
+        return offset, k, dp_accounting.SelfComposedDpEvent(inner, event.count)
+    return 0.0, 0, event
+
+
+def objective_perturbation_epsilon(event: dp_accounting.DpEvent, delta: float) -> float:
+    """Epsilon at ``delta`` of an event that is or composes :class:`ObjectivePerturbationDpEvent` s.
+
+    ``sum eps_0 + epsilon_of(rest, delta / DELTA_DIVISOR**k)`` for ``k`` such events (:mod:`skdpsco.solvers.objective`, "Conversion"); the rest of the composition is converted by
+    :func:`epsilon_of`, which calls this function for these events.
+    """
+    offset, k, rest = _split_objective_perturbation(event)
+    return offset + epsilon_of(rest, delta / DELTA_DIVISOR**k)
+
+
 def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     """Epsilon spent by ``event`` at ``delta``, with the tightest valid accountant.
 
@@ -387,6 +450,8 @@ def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
         return 0.0
     if _is_binary_randomized_response(event):
         return _randomized_response_epsilon(event)
+    if _contains(event, ObjectivePerturbationDpEvent):
+        return objective_perturbation_epsilon(event, delta)
     failure, event = _split_failure_probability(event)
     if failure:
         return epsilon_of(event, delta - failure) if delta > failure else math.inf

@@ -52,6 +52,13 @@ def test_every_algorithm_fits_every_estimator_within_its_budget(algorithm, kind)
     X, y = data(kind)
     ledger = PrivacyAccountant()
     alpha = 0.01 if algorithm == "strongly_convex" else 0.0
+    if algorithm == "objective_perturbation" and kind not in ("logistic", "hinge"):
+        # its proof covers binary classification only: refused before anything is charged
+        model = ESTIMATORS[kind](algorithm=algorithm, accountant=ledger)
+        with pytest.raises(ValueError, match="supports binary classification only"):
+            model.fit(X, y)
+        assert not ledger.history and not hasattr(model, "coef_")
+        return
     model = ESTIMATORS[kind](epsilon=3.0, delta=1e-6, algorithm=algorithm, alpha=alpha,
                              accountant=ledger, random_state=0).fit(X, y)
     assert model.algorithm_ == algorithm

@@ -17,6 +17,7 @@ from .ftrl import PrivateFTRL
 from .growth import EpochGrowth, Localization
 from .holder import GradientPerturbationSGD, OutputPerturbationSGD
 from .noisy_gd import NoisyGD
+from .objective import ObjectivePerturbation
 from .phased import PhasedERM, PhasedSGD, StronglyConvexPhasedSGD
 from .pnsgd import PNSGD, MultiPassPNSGD, SkipPNSGD, StopPNSGD
 from .snowball import plan_snowball, run_snowball
@@ -122,6 +123,7 @@ ALGORITHMS = {
     "localization": Localization(),
     "epoch_growth": EpochGrowth(),
     "noisy_gd": NoisyGD(),
+    "objective_perturbation": ObjectivePerturbation(),
 }
 """Public ``algorithm=`` names and the solver each selects."""
 

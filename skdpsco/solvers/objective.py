@@ -110,14 +110,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-import attr
 import dp_accounting
 import numpy as np
 from dp_accounting.pld import privacy_loss_mechanism
 from dp_accounting.pld.common import DifferentialPrivacyParameters
 from scipy.optimize import minimize_scalar
 
-from ..accounting import calibrate_noise, epsilon_of, gaussian_event
+from ..accounting import (
+    DELTA_DIVISOR,
+    ObjectivePerturbationDpEvent,
+    calibrate_noise,
+    epsilon_of,
+    gaussian_event,
+    objective_perturbation_epsilon,
+)
 from . import _core
 from ._core import SolverResult, margin_gradient, project_to_ball
 from .erm import certified_iterations, certified_minimize
@@ -136,9 +142,6 @@ __all__ = [
     "row_norm_bound",
 ]
 
-DELTA_DIVISOR = 4.0
-"""Each objective-perturbation release divides delta by 4 in the conversion (module docstring:
-a factor 2 for the fold ``|Z|``, a factor 2 for the maximum over the two directions ``d_k``)."""
 
 OUTPUT_NOISE_SHARE = 0.01
 """``mu_o**2 / mu**2``: the share of the Gaussian budget spent on the output noise."""
@@ -151,61 +154,7 @@ _LOG_OFFSET_FRACTION_BOUNDS = (math.log(1e-3), math.log(0.9))
 """Range of ``log(eps_0 / epsilon)`` searched by the default rule."""
 
 
-# -- accounting ------------------------------------------------------------------------------------
-
-
-@attr.s(frozen=True, slots=True, auto_attribs=True)
-class ObjectivePerturbationDpEvent(dp_accounting.DpEvent):
-    """Objective perturbation: a Gaussian part plus a deterministic epsilon offset.
-
-    The mechanism's privacy-loss is bounded, for every pair of replace-one neighbours, so that
-    ``delta(eps) <= DELTA_DIVISOR * delta_gaussian(eps - epsilon_offset)`` for every real ``eps``,
-    also inside any adaptive composition (module docstring, "Conversion"). Converted by
-    :func:`objective_perturbation_epsilon`; ``dp_accounting``'s accountants do not know it.
-
-    Attributes
-    ----------
-    gaussian : dp_accounting.DpEvent
-        Gaussian events in the library convention (:func:`skdpsco.accounting.gaussian_event`).
-    epsilon_offset : float
-        ``eps_0 = log(1 + beta / (n Lambda)) >= 0``, the log-determinant bound.
-    """
-
-    gaussian: dp_accounting.DpEvent
-    epsilon_offset: float
-
-    def __attrs_post_init__(self):
-        if not isinstance(self.gaussian, dp_accounting.DpEvent):
-            raise TypeError(f"gaussian must be a DpEvent; got {self.gaussian!r}.")
-        if not (math.isfinite(self.epsilon_offset) and self.epsilon_offset >= 0):
-            raise ValueError(f"epsilon_offset must be finite and >= 0; got {self.epsilon_offset!r}.")
-
-
-def _split_objective_perturbation(event: dp_accounting.DpEvent, count: int = 1):
-    """Total offset and number of :class:`ObjectivePerturbationDpEvent` s of a composition (with
-    multiplicity), and the composition with each replaced by its Gaussian part. Events nested in
-    any other wrapper are left in place, where no accountant supports them (fail closed)."""
-    if isinstance(event, ObjectivePerturbationDpEvent):
-        return count * event.epsilon_offset, count, event.gaussian
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        parts = [_split_objective_perturbation(e, count) for e in event.events]
-        rest = dp_accounting.ComposedDpEvent([p[2] for p in parts])
-        return sum(p[0] for p in parts), sum(p[1] for p in parts), rest
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        offset, k, inner = _split_objective_perturbation(event.event, count * event.count)
-        return offset, k, dp_accounting.SelfComposedDpEvent(inner, event.count)
-    return 0.0, 0, event
-
-
-def objective_perturbation_epsilon(event: dp_accounting.DpEvent, delta: float) -> float:
-    """Epsilon at ``delta`` of an event that is or composes :class:`ObjectivePerturbationDpEvent` s.
-
-    ``sum eps_0 + epsilon_of(rest, delta / DELTA_DIVISOR**k)`` for ``k`` such events (module
-    docstring, "Conversion"); the rest of the composition is converted by
-    :func:`skdpsco.accounting.epsilon_of`. This is what ``epsilon_of`` should do for these events.
-    """
-    offset, k, rest = _split_objective_perturbation(event)
-    return offset + epsilon_of(rest, delta / DELTA_DIVISOR**k)
+# -- accounting (the event and its conversion live in skdpsco.accounting) ---------------------------
 
 
 def logdet_epsilon(smoothness: float, n_samples: int, regularization: float) -> float:
@@ -278,12 +227,18 @@ class _GlobalConstants:
 def _global_constants(problem: Problem) -> _GlobalConstants:
     """``L`` and ``beta`` on all of ``R^p``; a clear error for every configuration the proof does not cover."""
     loss = problem.loss
-    if len(problem.coef_shape) != 1 or loss.task != "binary":
+    if len(problem.coef_shape) != 1:
         raise ValueError(
-            "objective_perturbation supports binary classification losses with a vector parameter; "
-            f"got the {loss.task} loss {loss.name!r} with parameter shape {tuple(problem.coef_shape)}. "
-            "The multinomial Hessian has rank up to K - 1 per row, which its privacy proof does not "
-            "cover here: use one-vs-rest binary models or another algorithm."
+            f"objective_perturbation supports binary classification only; got the {loss.task} loss "
+            f"{loss.name!r} with parameter shape {tuple(problem.coef_shape)}. The multinomial Hessian has "
+            "rank up to K - 1 per row, which its privacy proof does not cover: use one-vs-rest binary "
+            "models (DPHingeSVM) or another algorithm."
+        )
+    if loss.task != "binary":
+        raise ValueError(
+            f"objective_perturbation supports binary classification only; got the {loss.task} loss "
+            f"{loss.name!r}. Its proof needs a derivative bounded on all of R, which a regression loss "
+            "has only through the public y_bound that it does not receive here: choose another algorithm."
         )
     smoothness = problem.constants.smoothness
     if smoothness is None or not math.isfinite(smoothness):
