@@ -154,6 +154,12 @@ def select_algorithm(problem: Problem, constraint: str = "l2") -> str:
       0.736 (logistic loss) and 0.734 / 0.741 / 0.743 against 0.715 / 0.736 / 0.742 (smoothed
       hinge); LAD regression with heavy-tailed noise, n = 10^4, MAE 0.149 / 0.144 / 0.142
       against 0.161 / 0.147 / 0.143; a tie at n = 10^5.
+    * Never the growth solvers of Asi, Levy & Duchi (``'localization'``, ``'epoch_growth'``), even
+      under known growth: on ridge logistic regression (``alpha = 0.1``, kappa = 2, d = 5,
+      epsilon = 1, delta = 1e-6, 5 seeds) the strongly convex reduction reaches a median excess
+      regularised risk of 0.0139 / 0.0008 at n = 5000 / 50000, against 0.112 / 0.104 for
+      ``'epoch_growth'`` at its default ``step_scale`` (0.050 at its best, ``step_scale=100``) and
+      0.078 / 0.038 for ``'localization'``.
     """
     if constraint != "l2":
         return "ftrl"
