@@ -208,9 +208,11 @@ class BaseDPLinearModel(BaseEstimator):
             epsilon=spent_epsilon,
             delta=float(self.delta),
         )
-        rows = clip_rows(X, float(self.data_norm))
+        # one array for the clipped rows and the intercept column: peak memory one copy of X
+        rows = np.empty((n_samples, n_columns))
+        clip_rows(X, float(self.data_norm), out=rows[:, :n_features])
         if self.fit_intercept:
-            rows = np.hstack([rows, np.full((n_samples, 1), float(self.data_norm))])
+            rows[:, -1] = float(self.data_norm)
         task_rngs = _generator(self.random_state).spawn(len(tasks))
         results = [solver.run(plan, rows, t, task_problem, r) for t, r in zip(tasks, task_rngs)]
         if self.verbose:

@@ -61,12 +61,16 @@ def project_to_ball(w: np.ndarray, radius: float | None) -> np.ndarray:
     return w if norm <= radius else w * (radius / norm)
 
 
-def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
+def clip_rows(X: np.ndarray, max_norm: float, out: np.ndarray | None = None) -> np.ndarray:
     """Scale every row to ``l2`` norm at most ``max_norm``: a per-row map, so it costs no privacy
-    and enforces the public bound (``feldman.md`` pitfall D3)."""
-    norms = np.linalg.norm(X, axis=1)
+    and enforces the public bound (``feldman.md`` pitfall D3).
+
+    Written into ``out`` (same shape as ``X``, e.g. a column block of a larger array) when given,
+    else into a new array; the norms are computed without a temporary of the size of ``X``.
+    """
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
     scale = np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
-    return X * scale[:, None]
+    return np.multiply(X, scale[:, None], out=out)
 
 
 def gaussian_noise(rng: np.random.Generator, std, shape: tuple) -> np.ndarray:

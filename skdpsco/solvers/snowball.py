@@ -87,19 +87,37 @@ def _rows_needed(schedule: str, n_steps: int, n_params: int, kappa: float, rho: 
 
 
 def max_steps(n_samples: int, schedule: str, n_params: int, kappa: float, rho: float) -> int:
-    """Largest ``T`` whose privacy-calibrated batches fit in ``n_samples`` rows (0 if none)."""
-    if _rows_needed(schedule, 1, n_params, kappa, rho) > n_samples:
+    """Largest ``T`` whose privacy-calibrated batches fit in ``n_samples`` rows (0 if none).
+
+    The rows needed grow with ``T`` (at least one per step), so the answer is found in a bracket
+    ``rows(feasible) <= n < rows(infeasible)``, shrunk by interpolation on the rows needed
+    (nearly linear in ``T``) alternated with bisection, which bounds the count of evaluations, each
+    ``O(T)``, by twice that of bisection, and takes a handful in practice.
+    """
+    def rows(n_steps: int) -> int:
+        return _rows_needed(schedule, n_steps, n_params, kappa, rho)
+
+    if rows(1) > n_samples:
         return 0
     feasible, infeasible = 1, 2
-    while infeasible <= n_samples and _rows_needed(schedule, infeasible, n_params, kappa, rho) <= n_samples:
+    while infeasible <= n_samples and rows(infeasible) <= n_samples:
         feasible, infeasible = infeasible, 2 * infeasible
     infeasible = min(infeasible, n_samples + 1)  # at least one row per step
+    rows_feasible, rows_infeasible = rows(feasible), max(rows(infeasible), n_samples + 1)
+    interpolate = True
     while infeasible - feasible > 1:
-        mid = (feasible + infeasible) // 2
-        if _rows_needed(schedule, mid, n_params, kappa, rho) <= n_samples:
-            feasible = mid
+        if interpolate:
+            slope = (rows_infeasible - rows_feasible) / (infeasible - feasible)
+            guess = feasible + int((n_samples - rows_feasible) / slope)
+            mid = min(max(guess, feasible + 1), infeasible - 1)
         else:
-            infeasible = mid
+            mid = (feasible + infeasible) // 2
+        interpolate = not interpolate
+        rows_mid = rows(mid)
+        if rows_mid <= n_samples:
+            feasible, rows_feasible = mid, rows_mid
+        else:
+            infeasible, rows_infeasible = mid, rows_mid
     return feasible
 
 
