@@ -360,11 +360,11 @@ def _check_delta(delta: float) -> None:
         raise ValueError(f"delta must be in (0, 1); got {delta!r}.")
 
 
-
 # -- objective perturbation (proof in skdpsco.solvers.objective, "Conversion") ----------------------
 DELTA_DIVISOR = 4.0
-"""Each objective-perturbation release divides delta by 4 in the conversion (module docstring:
-a factor 2 for the fold ``|Z|``, a factor 2 for the maximum over the two directions ``d_k``)."""
+"""Each objective-perturbation release divides delta by 4 in the conversion
+(:mod:`skdpsco.solvers.objective`, "Conversion": a factor 2 for the fold ``|Z|``, a factor 2 for
+the maximum over the two directions ``d_k``)."""
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
