@@ -1,3 +1,4 @@
+import re
 import runpy
 import sys
 from pathlib import Path
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 
 from skdpsco.__main__ import main
-from skdpsco.compare import load_csv
+from skdpsco.compare import BUNDLED_DATASETS, load_csv, public_feature_bounds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,7 +17,7 @@ def test_compare_prints_a_table_with_private_and_non_private_rows(capsys):
     out = capsys.readouterr().out
     assert "dataset: breast_cancer (n=569, d=30, classes=2)" in out
     table = [line for line in out.splitlines() if line.startswith("| ")]
-    assert len(table) == 1 + 3 + 2  # header, three baselines, two epsilons
+    assert len(table) == 1 + 3 + 2 + 2  # header, three baselines, two epsilons, two private pipelines
     private = [line for line in table if line.startswith("| DPLogisticRegression")]
     for line, eps in zip(private, (1.0, 5.0)):
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -25,6 +26,15 @@ def test_compare_prints_a_table_with_private_and_non_private_rows(capsys):
         assert 0 < float(cells[3]) <= eps  # epsilon spent per fit never above the target
         assert float(cells[4]) == 1e-5
     assert "together they spent epsilon=" in out
+    pipelines = [line for line in table if line.startswith("| DPStandardScaler → DPLogisticRegression")]
+    assert len(pipelines) == 2
+    for line, eps in zip(pipelines, (1.0, 5.0)):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert float(cells[1]) == eps
+        assert 0.0 <= float(cells[2].split("±")[0]) <= 1.0
+        assert 0 < float(cells[3]) <= eps  # scaler and model composed: within the pipeline's target
+        assert float(cells[4]) == 1e-5
+    assert "the dataset's documented ranges" in out
 
 
 def test_compare_handles_a_multiclass_dataset(capsys):
@@ -45,6 +55,52 @@ def test_compare_reads_a_csv_file(tmp_path, capsys):
     assert main(["compare", "--csv", str(path), "--target", "label", "--repeats", "1", "--epsilons", "3"]) == 0
     out = capsys.readouterr().out
     assert f"dataset: {path} (n=600, d=3, classes=2)" in out
+    assert "| DPStandardScaler" not in out  # a CSV file has no documented public bounds
+    assert "give --feature-bounds LOW HIGH" in out
+
+
+def test_compare_runs_the_private_pipeline_on_a_csv_file_with_stated_bounds(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-4, 4, size=(600, 3))
+    labels = np.where(X[:, 0] + 0.5 * X[:, 1] > 0, "yes", "no")
+    path = tmp_path / "data.csv"
+    write_csv(path, ["a", "b", "c", "label"], [[*x, lab] for x, lab in zip(X.round(4), labels)])
+    argv = ["compare", "--csv", str(path), "--target", "label", "--repeats", "1", "--epsilons", "3"]
+    assert main([*argv, "--feature-bounds", "-5", "5"]) == 0
+    out = capsys.readouterr().out
+    pipelines = [line for line in out.splitlines() if line.startswith("| DPStandardScaler")]
+    assert len(pipelines) == 1 and "public bounds (--feature-bounds" in out
+    assert main([*argv, "--feature-bounds", "5", "-5"]) == 2
+    assert "--feature-bounds needs LOW < HIGH" in capsys.readouterr().err
+
+
+def _documented_summary_ranges(descr):
+    """(min, max) columns of the "Summary Statistics" table of a scikit-learn dataset description."""
+    table = descr.split(":Summary Statistics:")[1].split(":Missing")[0]
+    lower, upper = [], []
+    for line in table.splitlines():
+        match = re.match(r"^\s*([^=:][^:]*):\s+([-\d.]+)\s+([-\d.]+)", line)
+        if match:
+            lower.append(float(match.group(2)))
+            upper.append(float(match.group(3)))
+    return np.array(lower), np.array(upper)
+
+
+@pytest.mark.parametrize("dataset", sorted(BUNDLED_DATASETS))
+def test_public_feature_bounds_are_the_documented_ranges(dataset):
+    """The bounds are copied from each dataset's documentation, not computed from its rows."""
+    bunch = BUNDLED_DATASETS[dataset]()
+    lower, upper = public_feature_bounds(dataset)
+    assert lower.shape == upper.shape == (bunch.data.shape[1],)
+    if dataset == "digits":
+        assert "integer pixels in the range 0..16" in bunch.DESCR
+        np.testing.assert_array_equal(lower, 0.0)
+        np.testing.assert_array_equal(upper, 16.0)
+    else:
+        documented_lower, documented_upper = _documented_summary_ranges(bunch.DESCR)
+        np.testing.assert_array_equal(lower, documented_lower)
+        np.testing.assert_array_equal(upper, documented_upper)
+    assert public_feature_bounds(None) is None
 
 
 @pytest.mark.parametrize(
