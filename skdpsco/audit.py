@@ -26,7 +26,7 @@ so the right-hand side is a *lower bound* on the epsilon of the mechanism at
 (with the stated confidence).
 
 Statistical procedure (what :func:`epsilon_lower_bound` does)
------------------------------------------------------------
+-------------------------------------------------------------
 1. **Split.** The trials of each dataset are split, by a random permutation
    drawn from ``random_state`` (independent of the statistics' values), into a
    *selection* part (a fraction ``selection_fraction``) and a held-out

@@ -11,7 +11,7 @@ for ``p = 1``, the mean for ``p = 2``, an ``l_p`` location in between. Values ar
 public bounds (a per-row map, free in privacy), so the minimiser lies in ``[lower, upper]``.
 
 Score (§3.3). With the one-sided derivatives ``g_-(u) <= g_+(u)`` of ``f_S`` (both non-decreasing),
-``dist(0, ∂f_S(u)) = max(0, g_-(u), -g_+(u))`` and, by monotonicity, for ``t`` in the grid
+``dist(0, ∂f_S(u)) = max(0, g_-(u), -g_+(u))`` and, by monotonicity, for ``t`` in the grid::
 
     G_rho(t) = inf_{u in [a, b]} dist(0, ∂f_S(u)) = max(0, g_-(a), -g_+(b)),
     a = max(lower, t - rho), b = min(upper, t + rho).

@@ -68,7 +68,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     intercept_ : ndarray of shape (1,) or (n_classes,)
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Defined only when ``X`` has string feature names.
     epsilon_, delta_ : float
         The guarantee actually spent by this fit (``epsilon_ <= epsilon``).

@@ -46,7 +46,7 @@ accountant, verbose
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Defined only when ``X`` has string feature names.
     epsilon_, delta_ : float
         The guarantee spent by this fit.
