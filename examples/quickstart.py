@@ -1,4 +1,9 @@
-"""Train a differentially private logistic regression inside a scikit-learn pipeline.
+"""
+===========
+Quick start
+===========
+
+Train a differentially private logistic regression inside a scikit-learn pipeline.
 
 The pipeline scales each row to unit norm (``Normalizer``): a per-row map that reads no statistic
 of the training data, so it costs no privacy and ``data_norm=1`` clips nothing. A
