@@ -91,13 +91,16 @@ if TYPE_CHECKING:  # a run-time import would be circular: the registry imports t
 
 __all__ = [
     "DEFAULT_KAPPA_LOWER",
-    "DEFAULT_STEP_SCALE",
+    "EPOCH_SNR_FACTOR",
+    "LOCALIZATION_SNR_FACTOR",
+    "MAX_DEFAULT_STEP_SCALE",
     "EpochGrowth",
     "EpochPlan",
     "Localization",
     "LocalizationPlan",
     "OutputNoise",
     "epoch_base_step",
+    "default_step_scale",
     "equal_blocks",
     "laplace_noise",
     "localization_step",
@@ -110,8 +113,14 @@ __all__ = [
 DEFAULT_KAPPA_LOWER = 2.0
 """``kappa_lower`` of ``'epoch_growth'``: strongly convex / ridge objectives (§6 "Defaults")."""
 
-DEFAULT_STEP_SCALE = 3.0
-"""Multiplier of the paper's steps (P3), chosen on synthetic public data (module docstring)."""
+LOCALIZATION_SNR_FACTOR = 1.0 / 30.0
+"""``c`` of the default ``step_scale = min(1000, max(1, c b_1 / nu))`` of ``'localization'`` (module docstring)."""
+
+EPOCH_SNR_FACTOR = 1.0
+"""``c`` of the default ``step_scale = min(1000, max(1, c b_1 / nu))`` of ``'epoch_growth'`` (module docstring)."""
+
+MAX_DEFAULT_STEP_SCALE = 1000.0
+"""Cap of the default ``step_scale``: the largest value of the validation grid (module docstring)."""
 
 PHASE_DECAY = 16.0
 """``eta_j = 16**-j eta`` (Algorithm 1, §2.1)."""
@@ -241,6 +250,18 @@ def epoch_base_step(diameter: float, lipschitz: float, n_rows: int, beta: float,
     return diameter / (2.0 * lipschitz) * min(1.0 / math.sqrt(n_rows * log_m * log_b), 1.0 / (norm_factor * log_b))
 
 
+def default_step_scale(first_phase_rows: int, norm_factor: float, factor: float) -> float:
+    """``max(1, factor * b_1 / nu)``: the default ``step_scale`` (P3, module docstring "step_scale").
+
+    ``b_1`` is the number of rows of the first phase (of the first epoch) and ``nu`` the noise
+    norm per unit sensitivity (:class:`OutputNoise`): a phase moves the iterate by at most
+    ``L eta b / 2`` and adds noise of norm about ``2 L eta nu``, so ``b / nu`` is the phase's
+    signal-to-noise ratio, a public quantity. Never below the paper's constants (``1``), never
+    above :data:`MAX_DEFAULT_STEP_SCALE`, the largest value validated.
+    """
+    return min(MAX_DEFAULT_STEP_SCALE, max(1.0, factor * float(first_phase_rows) / float(norm_factor)))
+
+
 def _default_beta(problem: Problem, beta: float | None) -> float:
     """``beta = 1 / (n + p)`` unless given (§6); a larger one voids the theorems' hypothesis."""
     return 1.0 / (problem.n_samples + problem.n_params) if beta is None else float(beta)
@@ -313,6 +334,8 @@ class LocalizationPlan:
     noise : OutputNoise
     base_step : float
         ``eta``.
+    step_scale : float
+        The multiplier of the paper's step that ``base_step`` includes (public).
     """
 
     sizes: np.ndarray
@@ -325,6 +348,7 @@ class LocalizationPlan:
     n_iterations: np.ndarray
     noise: OutputNoise
     base_step: float
+    step_scale: float = 1.0
 
     @property
     def dp_event(self):
@@ -351,6 +375,7 @@ class LocalizationPlan:
             "n_active_phases": int(self.active.sum()),
             "phase_sizes": self.sizes.tolist(),
             "base_step": self.base_step,
+            "step_scale": self.step_scale,
             "noise": self.noise.kind,
             "noise_scales": self.noise_scales.tolist(),
             "n_iterations": self.n_iterations.tolist(),
@@ -358,7 +383,7 @@ class LocalizationPlan:
 
 
 def plan_localization_phases(
-    problem: Problem, n_rows: int, base: float, noise: OutputNoise, algorithm: str
+    problem: Problem, n_rows: int, base: float, noise: OutputNoise, algorithm: str, step_scale: float = 1.0
 ) -> LocalizationPlan:
     """Algorithm 1's phases on ``n_rows`` rows with base step ``base`` (§2.1, §2.5, P10)."""
     c = validated_constants(problem, algorithm)
@@ -382,21 +407,28 @@ def plan_localization_phases(
     )
     freeze_arrays(sizes, steps, active, tolerances, sensitivities, smoothness, strong_convexity, n_iterations)
     return LocalizationPlan(
-        sizes, steps, active, tolerances, sensitivities, smoothness, strong_convexity, n_iterations, noise, float(base)
+        sizes, steps, active, tolerances, sensitivities, smoothness, strong_convexity, n_iterations, noise, float(base),
+        float(step_scale),
     )
 
 
-def plan_localization(problem: Problem, step_scale: float, beta: float | None, noise_kind: str) -> LocalizationPlan:
-    """Plan Algorithm 1 standalone: ``eta`` of Prop 1/2 with ``D = 2 R``, times ``step_scale``."""
+def plan_localization(
+    problem: Problem, step_scale: float | None, beta: float | None, noise_kind: str
+) -> LocalizationPlan:
+    """Plan Algorithm 1 standalone: ``eta`` of Prop 1/2 with ``D = 2 R``, times ``step_scale``
+    (``None``: :func:`default_step_scale` with :data:`LOCALIZATION_SNR_FACTOR`)."""
     n_rows = int(problem.n_samples)
     if n_rows < 1:
         raise ValueError(f"localization needs n_samples >= 1; got {n_rows}.")
     c = validated_constants(problem, "localization")
     noise = output_noise(float(problem.epsilon), float(problem.delta), problem.n_params, noise_kind)
+    if step_scale is None:
+        first = int(equal_blocks(n_rows, n_phases(n_rows))[0])
+        step_scale = default_step_scale(first, noise.norm_factor, LOCALIZATION_SNR_FACTOR)
     step = step_scale * localization_step(
         2.0 * float(problem.radius), c.gradient_bound, n_rows, _default_beta(problem, beta), noise.norm_factor
     )
-    return plan_localization_phases(problem, n_rows, step, noise, "localization")
+    return plan_localization_phases(problem, n_rows, step, noise, "localization", float(step_scale))
 
 
 @dataclass(frozen=True)
@@ -434,11 +466,12 @@ def plan_epoch_growth(
     problem: Problem,
     kappa_lower: float,
     epochs: int | None,
-    step_scale: float,
+    step_scale: float | None,
     beta: float | None,
     noise_kind: str,
 ) -> EpochPlan:
-    """Plan Algorithm 2 (§2.2): ``T`` from ``kappa_lower`` (or ``epochs``), ``eta_0`` of Thm 2/3."""
+    """Plan Algorithm 2 (§2.2): ``T`` from ``kappa_lower`` (or ``epochs``), ``eta_0`` of Thm 2/3 times
+    ``step_scale`` (``None``: :func:`default_step_scale` with :data:`EPOCH_SNR_FACTOR`)."""
     n_rows = int(problem.n_samples)
     if epochs is not None and not (isinstance(epochs, (int, np.integer)) and epochs >= 1):
         raise ValueError(f"n_epochs must be an integer >= 1 or None; got {epochs!r}.")
@@ -447,12 +480,15 @@ def plan_epoch_growth(
     c = validated_constants(problem, "epoch_growth")
     noise = output_noise(float(problem.epsilon), float(problem.delta), problem.n_params, noise_kind)
     diameter = 2.0 * float(problem.radius)
+    if step_scale is None:
+        first = int(equal_blocks(int(sizes[0]), n_phases(int(sizes[0])))[0])
+        step_scale = default_step_scale(first, noise.norm_factor, EPOCH_SNR_FACTOR)
     eta0 = step_scale * epoch_base_step(
         diameter, c.gradient_bound, int(sizes[0]), _default_beta(problem, beta) / T, noise.norm_factor
     )
     halving = 2.0 ** -np.arange(T)
     epoch_plans = tuple(
-        plan_localization_phases(problem, int(m), eta0 * h, noise, "epoch_growth")
+        plan_localization_phases(problem, int(m), eta0 * h, noise, "epoch_growth", float(step_scale))
         for m, h in zip(sizes, halving, strict=True)
     )
     radii = diameter * halving
@@ -551,6 +587,7 @@ def run_epoch_growth(
         "n_phases": [int(epoch.sizes.size) for epoch in plan.epochs],
         "n_active_phases": [int(epoch.active.sum()) for epoch in plan.epochs],
         "epoch_steps": [epoch.base_step for epoch in plan.epochs],
+        "step_scale": plan.epochs[0].step_scale,
         "radii": plan.radii.tolist(),
         "noise": plan.epochs[0].noise.kind,
     }
@@ -560,8 +597,9 @@ def run_epoch_growth(
 # -- the public algorithms ------------------------------------------------------------------------------
 
 
-def _check_options(step_scale: float, noise: str, beta: float | None) -> None:
-    check_step_scale(step_scale)
+def _check_options(step_scale: float | None, noise: str, beta: float | None) -> None:
+    if step_scale is not None:
+        check_step_scale(step_scale)
     if noise not in NOISE_KINDS:
         raise ValueError(f"noise must be one of {NOISE_KINDS}; got {noise!r}.")
     if beta is not None:
@@ -575,8 +613,9 @@ class Localization:
 
     Parameters
     ----------
-    step_scale : float, default=DEFAULT_STEP_SCALE
-        Multiplies the step of Prop 1/2 (P3); costs no privacy.
+    step_scale : float or None, default=None
+        Multiplies the step of Prop 1/2 (P3); costs no privacy. ``None``: the public rule
+        ``max(1, b_1 / (30 nu))`` of :func:`default_step_scale` (module docstring "step_scale").
     noise : {"auto", "gaussian", "laplace"}, default="auto"
         ``"auto"``: Laplace (pure epsilon-DP) when ``delta == 0``, else Gaussian.
     beta : float or None, default=None
@@ -584,8 +623,9 @@ class Localization:
     """
 
     requires_smooth_loss = True  # the certified V-FISTA solver (§2.5) needs a Lipschitz gradient
+    supports_pure_dp = True  # delta == 0: Laplace output perturbation, pure epsilon-DP (§2.0)
 
-    step_scale: float = DEFAULT_STEP_SCALE
+    step_scale: float | None = None
     noise: str = "auto"
     beta: float | None = None
 
@@ -593,7 +633,8 @@ class Localization:
         _check_options(self.step_scale, self.noise, self.beta)
 
     def plan(self, problem: Problem) -> LocalizationPlan:
-        return plan_localization(problem, float(self.step_scale), self.beta, self.noise)
+        scale = None if self.step_scale is None else float(self.step_scale)
+        return plan_localization(problem, scale, self.beta, self.noise)
 
     def run(self, plan, X, y, problem: Problem, rng: np.random.Generator, order=None) -> SolverResult:
         return run_localization(plan, X, y, problem, rng, order)
@@ -612,15 +653,20 @@ class EpochGrowth:
         values help sharp problems at the cost of fewer rows per epoch.
     n_epochs : int or None, default=None
         Overrides ``T`` (§6).
-    step_scale, noise, beta
-        As in :class:`Localization` (Thm 2/3 step ``eta_0``).
+    step_scale : float or None, default=None
+        Multiplies the step ``eta_0`` of Thm 2/3 (P3); costs no privacy. ``None``: the public
+        rule ``max(1, b_1 / nu)`` of :func:`default_step_scale`, ``b_1`` the rows of the first
+        phase of the first epoch (module docstring "step_scale").
+    noise, beta
+        As in :class:`Localization`.
     """
 
     requires_smooth_loss = True  # the certified V-FISTA solver (§2.5) needs a Lipschitz gradient
+    supports_pure_dp = True  # delta == 0: Laplace output perturbation, pure epsilon-DP (§2.0)
 
     kappa_lower: float = DEFAULT_KAPPA_LOWER
     n_epochs: int | None = None
-    step_scale: float = DEFAULT_STEP_SCALE
+    step_scale: float | None = None
     noise: str = "auto"
     beta: float | None = None
 
@@ -629,9 +675,8 @@ class EpochGrowth:
         n_epochs(2, self.kappa_lower)  # validates kappa_lower
 
     def plan(self, problem: Problem) -> EpochPlan:
-        return plan_epoch_growth(
-            problem, float(self.kappa_lower), self.n_epochs, float(self.step_scale), self.beta, self.noise
-        )
+        scale = None if self.step_scale is None else float(self.step_scale)
+        return plan_epoch_growth(problem, float(self.kappa_lower), self.n_epochs, scale, self.beta, self.noise)
 
     def run(self, plan, X, y, problem: Problem, rng: np.random.Generator, order=None) -> SolverResult:
         return run_epoch_growth(plan, X, y, problem, rng, order)
