@@ -8,6 +8,7 @@ rows are read) -> run the solver -> store the released model. Estimators never c
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 import warnings
 from abc import abstractmethod
@@ -22,6 +23,7 @@ from sklearn.utils.validation import validate_data
 
 from ..smoothing import default_smoothing_width, smooth
 from ..accounting import PrivacyAccountant, calibrate_noise, epsilon_of, get_accountant
+from ..losses import PowerLoss
 from ..solvers import ALGORITHMS, Problem, select_algorithm
 from ..solvers._core import clip_rows
 
@@ -41,6 +43,23 @@ def _composed(event, count: int):
     return event if count == 1 else dp_accounting.SelfComposedDpEvent(event, count)
 
 
+def _pure_epsilon(event) -> float:
+    """Pure epsilon of a pure-DP event, or of ``count`` of them composed (basic composition,
+    exact for pure DP: ``count`` binary randomized responses are ``count * epsilon``-DP and no
+    better at ``delta = 0``). ``epsilon_of`` converts at ``delta > 0`` only; its answer for a bare
+    binary randomized response does not depend on ``delta`` (it is the exact pure epsilon)."""
+    count = 1
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        event, count = event.event, int(event.count)
+    if not (isinstance(event, dp_accounting.RandomizedResponseDpEvent) and event.num_buckets == 2):
+        raise ValueError(f"delta=0 needs a pure-DP release; the solver's event is {event!r}.")
+    return count * epsilon_of(event, 0.5)
+
+
+KAPPA_LOWER_FLOOR = 1.5
+"""Smallest default ``kappa_lower`` (``asi_growth.md`` §6 "Defaults": 1.5 for sharp problems)."""
+
+
 class BaseDPLinearModel(BaseEstimator):
     """Base of the private linear models: parameters, validation, planning, accounting.
 
@@ -52,7 +71,8 @@ class BaseDPLinearModel(BaseEstimator):
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
-        "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
+        # delta = 0 (pure DP) only for the solvers that support it (``supports_pure_dp``).
+        "delta": [Interval(numbers.Real, 0, 1, closed="left")],
         "data_norm": [Interval(numbers.Real, 0, None, closed="neither")],
         "radius": [Interval(numbers.Real, 0, None, closed="neither")],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
@@ -147,13 +167,19 @@ class BaseDPLinearModel(BaseEstimator):
         margins unchanged."""
         return float(self.data_norm) * (np.sqrt(2.0) if self.fit_intercept else 1.0)
 
+    @property
+    def _domain_radius(self) -> float:
+        """Radius of the parameter ball: the public ``radius`` (subclasses may derive a default
+        from public quantities when it is ``None``)."""
+        return float(self.radius)
+
     def _problem(self, n_samples: int, n_columns: int, loss, epsilon: float) -> Problem:
         return Problem(
             n_samples=n_samples,
             coef_shape=self._coef_shape(n_columns),
             loss=loss,
-            constants=loss.constants(self._row_norm_bound, float(self.radius), **self._loss_bounds()),
-            radius=float(self.radius),
+            constants=loss.constants(self._row_norm_bound, self._domain_radius, **self._loss_bounds()),
+            radius=self._domain_radius,
             epsilon=float(epsilon),
             delta=float(self.delta),
             l2_penalty=float(self.alpha),
@@ -179,6 +205,15 @@ class BaseDPLinearModel(BaseEstimator):
         problem = self._problem(n_samples, n_columns, base_loss, self.epsilon)
         algorithm = select_algorithm(problem, self.constraint) if self.algorithm == "auto" else self.algorithm
         solver = self._configured_solver(algorithm)
+        pure = float(self.delta) == 0.0
+        if pure and not getattr(solver, "supports_pure_dp", False):
+            with_pure = sorted(name for name, s in ALGORITHMS.items() if getattr(s, "supports_pure_dp", False))
+            raise ValueError(
+                f"delta=0 (pure epsilon-DP) is supported by algorithm in {with_pure} only (Laplace "
+                f"output perturbation); got algorithm={self.algorithm!r}"
+                + (f" (selected {algorithm!r})" if self.algorithm == "auto" else "")
+                + ". Choose one of those algorithms, or a delta > 0."
+            )
 
         def plan_for(epsilon: float):
             task_problem = self._problem(n_samples, n_columns, base_loss, epsilon)
@@ -191,6 +226,8 @@ class BaseDPLinearModel(BaseEstimator):
         # compose: the per-task target is the largest whose composition meets (epsilon, delta).
         if len(tasks) == 1:
             task_epsilon = float(self.epsilon)
+        elif pure:  # basic composition is exact for pure DP (:func:`_pure_epsilon`)
+            task_epsilon = float(self.epsilon) / len(tasks)
         else:
             task_epsilon = 1.0 / calibrate_noise(
                 lambda inverse: _composed(plan_for(1.0 / inverse)[1].dp_event, len(tasks)),
@@ -199,7 +236,7 @@ class BaseDPLinearModel(BaseEstimator):
             )
         task_problem, plan = plan_for(task_epsilon)
         event = _composed(plan.dp_event, len(tasks))
-        spent_epsilon = epsilon_of(event, float(self.delta))
+        spent_epsilon = _pure_epsilon(event) if pure else epsilon_of(event, float(self.delta))
         accountant = self.accountant if self.accountant is not None else get_accountant()
         accountant.charge(
             event,
@@ -232,7 +269,8 @@ class BaseDPLinearModel(BaseEstimator):
 
         ``constraint`` / ``constraint_p`` configure the domain of the solvers that have one
         (``'ftrl'``); ``step_scale`` multiplies the default step of the solvers that have that
-        public hyper-parameter. An option the chosen solver does not have is an error, never
+        public hyper-parameter; ``kappa_lower`` of ``'epoch_growth'`` is
+        :meth:`_kappa_lower`. An option the chosen solver does not have is an error, never
         silently ignored.
         """
         solver = ALGORITHMS[algorithm]
@@ -263,7 +301,28 @@ class BaseDPLinearModel(BaseEstimator):
                     f"algorithm={algorithm!r} has none. Leave step_scale=None."
                 )
             options["step_scale"] = float(self.step_scale)
+        if "kappa_lower" in fields:
+            options["kappa_lower"] = self._kappa_lower()
         return dataclasses.replace(solver, **options) if options else solver
+
+    def _kappa_lower(self) -> float:
+        """Default ``kappa_lower`` of ``'epoch_growth'`` (``asi_growth.md`` §1.5, §6), public.
+
+        * ``|y - <w, x>|^p`` (:class:`~skdpsco.losses.PowerLoss`, ``DPLpRegression``): ``p``, the
+          growth of ``p``-power regression (§1.5; noiseless data attain it, noise only makes the
+          growth exponent larger, towards 2), floored at :data:`KAPPA_LOWER_FLOOR` = 1.5: ``p = 1``
+          is sharp (``kappa = 1``, but ``kappa_lower`` must exceed 1), and ``kappa_lower -> 1``
+          multiplies the epochs by ``1 / (kappa_lower - 1)``; a function with growth ``p < 1.5``
+          also has 1.5-growth on the bounded domain (nesting, §1.4). With ``alpha > 0`` the ridge
+          term adds 2-growth, which ``max(p, 1.5) <= 2`` still lower-bounds.
+        * every other loss: 2, the growth of the ridge-penalised (``alpha > 0``) strongly convex
+          objective (§1.5, §6 "Defaults"); without a penalty no growth is guaranteed and 2 is the
+          spec's default.
+        """
+        loss = self._make_loss()
+        if isinstance(loss, PowerLoss):
+            return max(float(loss.p), KAPPA_LOWER_FLOOR)
+        return 2.0
 
     def _store_coef(self, coef: np.ndarray) -> None:
         """Split the augmented parameter into ``coef_`` and ``intercept_``."""
@@ -279,14 +338,18 @@ class SmoothingMixin:
     """Gaussian smoothing of a non-smooth loss for solvers that need a Lipschitz gradient.
 
     Adds the ``smoothing_width`` parameter: ``None`` takes the rate-balancing default of
-    :func:`skdpsco.smoothing.default_smoothing_width` (public quantities only).
+    :func:`skdpsco.smoothing.default_smoothing_width` (public quantities only; for ``delta = 0``
+    with ``ln(1 / delta)`` replaced by the number of parameters, the pure-DP privacy term).
     """
 
     def _smoothed(self, loss, problem: Problem):
         width = self.smoothing_width
         if width is None:
+            # Pure DP (delta = 0): the default's privacy term sqrt(p ln(1/delta)) / (epsilon n)
+            # becomes p / (epsilon n) (``asi_growth.md`` §4.4), i.e. ln(1/delta) -> p.
+            delta = problem.delta if problem.delta > 0 else math.exp(-min(problem.n_params, 700))
             width = default_smoothing_width(
-                problem.n_samples, problem.n_params, problem.epsilon, problem.delta,
+                problem.n_samples, problem.n_params, problem.epsilon, delta,
                 self._row_norm_bound, problem.radius, loss,
             )
         return smooth(loss, width)
