@@ -30,9 +30,12 @@ from skdpsco.audit import audit_mechanism, epsilon_lower_bound
 from skdpsco.losses import HingeLoss, LogisticLoss, LossConstants, MultinomialLogisticLoss
 from skdpsco.solvers import Problem
 from skdpsco.solvers._core import iter_batches, margin_gradient, projected_noisy_sgd
+from skdpsco.solvers import ftrl as ftrl_module
 from skdpsco.solvers.ftrl import (
     PrivateFTRL,
+    batch_sizes,
     clipped_gradient,
+    default_batch_size,
     dual_averaging,
     ftrl_steps,
     gaussian_absolute_moment,
@@ -318,7 +321,8 @@ def test_step_sizes_follow_the_spec():
     assert gaussian_absolute_moment(4.0) == pytest.approx(3.0)
     assert gaussian_absolute_moment(1.0) == pytest.approx(math.sqrt(2 / math.pi))
     prob = problem(400, 1000, radius=2.0, l2_penalty=0.1)
-    for solver in (PrivateFTRL(clip_norm=1.0), PrivateFTRL("l1", clip_norm=1.0, schedule="anytime")):
+    for solver in (PrivateFTRL(clip_norm=1.0, batch_size=1), PrivateFTRL("l1", clip_norm=1.0, schedule="anytime",
+                                                                         batch_size=1)):
         plan = solver.plan(prob)
         p, s = plan.p, plan.noise_std
         q = p / (p - 1)
@@ -342,6 +346,9 @@ def test_step_sizes_follow_the_spec():
         (dict(schedule="decreasing"), "schedule"),
         (dict(clip_norm=0.0), "clip_norm"),
         (dict(clip_norm=math.inf), "clip_norm"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(batch_size=2.5), "batch_size"),
+        (dict(batch_size=True), "batch_size"),
     ],
 )
 def test_solver_rejects_bad_parameters(kwargs, match):
@@ -378,18 +385,126 @@ def test_plan_needs_a_finite_clip_norm_and_run_the_planned_rows():
         solver.run(plan, np.zeros((9, 3)), np.ones(9), prob, np.random.default_rng(0))
     with pytest.raises(ValueError, match="permutation"):
         solver.run(plan, np.zeros((10, 3)), np.ones(10), prob, np.random.default_rng(0), order=np.zeros(10, int))
-    with pytest.raises(ValueError, match="one row"):
-        clipped_gradient(LogisticLoss(), 1.0)(np.zeros(3), np.zeros((2, 3)), np.ones(2))
 
 
 def test_amplification_by_iteration_gains_nothing_here_so_it_is_not_offered():
     # Where FTRL is noisy SGD (Euclidean, R^d, constant step) and the loss smooth, PABI applies; with
     # batch size 1 its worst index is the last row, followed by no further noise: rho = (2C)^2 / (2 sigma^2),
     # the zCDP of the same single Gaussian release, which the exact PLD conversion beats.
-    plan = PrivateFTRL(None, clip_norm=1.0).plan(problem(1000, 5))
+    plan = PrivateFTRL(None, clip_norm=1.0, batch_size=1).plan(problem(1000, 5))
     rho = amplification_by_iteration_rho(1.0, plan.steps, np.ones(1000), plan.noise_std)
     assert rho == pytest.approx(4.0 / (2 * plan.noise_std**2), rel=1e-12)
     assert epsilon_of(zcdp_event(rho), DELTA) > epsilon_of(plan.dp_event, DELTA)
+
+
+# == batches (module docstring "Batches"): same event, b rows per step ================================
+
+
+def test_batched_steps_follow_the_spec_with_the_noise_of_the_mean():
+    # T = n // b steps of b or b + 1 rows; G of the mean gradient of the smallest batch (noise sigma / b);
+    # eta = D / (G sqrt(T)) or D / (G sqrt(t + 1)); the event is the b = 1 event.
+    prob = problem(1003, 1000, radius=2.0)
+    reference = PrivateFTRL(clip_norm=1.0, batch_size=1).plan(prob)
+    for constraint, schedule in (("l2", "fixed"), ("l1", "anytime")):
+        plan = PrivateFTRL(constraint, clip_norm=1.0, schedule=schedule, batch_size=10).plan(prob)
+        assert plan.n_steps == 100 and plan.n_samples == 1003 and plan.info()["batch_size"] == 10
+        np.testing.assert_array_equal(plan.batch_sizes, [11, 11, 11] + [10] * 97)
+        assert plan.noise_std == reference.noise_std and plan.dp_event == reference.dp_event
+        np.testing.assert_allclose(plan.noise_stds, plan.noise_std / plan.batch_sizes)
+        G = noisy_gradient_bound(1.0, plan.noise_std / 10, 1000, plan.p)
+        assert plan.noisy_bound == pytest.approx(G)
+        t = np.arange(1, 101)
+        expected = plan.diameter / (G * (math.sqrt(100) if schedule == "fixed" else np.sqrt(t + 1)))
+        np.testing.assert_allclose(plan.steps, np.broadcast_to(expected, (100,)))
+
+
+@pytest.mark.parametrize("n, b", [(1, 1), (7, 1), (7, 3), (7, 7), (7, 50), (10**5, 333)])
+def test_batch_sizes_read_every_row_once(n, b):
+    sizes = batch_sizes(n, b)
+    assert sizes.sum() == n and sizes.size == max(1, n // b)
+    assert sizes.min() >= min(b, n) and sizes.max() - sizes.min() <= 1
+    with pytest.raises(ValueError, match="batch_size"):
+        batch_sizes(n, 0)
+
+
+def test_default_batch_size_is_kappa_times_the_bound_minimiser():
+    # b* = N / B minimises Thm 5.1's G_b / sqrt(T) ~ B sqrt(b) + N / sqrt(b) (p < 2) and
+    # sqrt(B^2 b + N^2 / b) (p = 2); the default is kappa = 4 times it, within [1, n].
+    assert ftrl_module.BATCH_SCALE == 4.0
+    B, sigma, d = 1.5, 7.0, 1000
+    for p in (2.0, geo.l1_geometry_exponent(d)):
+        N = noisy_gradient_bound(0.0, sigma, d, p)
+        grid = np.linspace(1.0, 20 * N / B, 200_001)
+        bound = np.sqrt(B**2 * grid + N**2 / grid) if p == 2 else B * np.sqrt(grid) + N / np.sqrt(grid)
+        assert grid[np.argmin(bound)] == pytest.approx(N / B, rel=1e-3)
+        assert default_batch_size(10**7, B, sigma, d, p) == round(4 * N / B)
+        assert default_batch_size(10, B, sigma, d, p) == 10  # at most n: one step
+    assert default_batch_size(10**7, 1.0, 1e-9, 10, 2.0) == 1
+    prob = problem(10**6, 1000, radius=2.0)
+    plan = PrivateFTRL("l1", clip_norm=1.0).plan(prob)
+    assert plan.info()["batch_size"] == default_batch_size(10**6, 1.0, plan.noise_std, 1000, plan.p)
+
+
+@pytest.mark.parametrize("loss, shape", [(LogisticLoss(), (6,)), (HingeLoss(), (6,)), (MultinomialLogisticLoss(3), (3, 6))])
+def test_batched_gradient_is_the_mean_of_the_rows_clipped_gradients(loss, shape):
+    # Against a row-by-row reference: each row's gradient clipped in l2 (Frobenius) to C, then averaged;
+    # rows of very different norms so that some are clipped and some are not.
+    rng = np.random.default_rng(2)
+    C = 0.4
+    X = rng.normal(size=(9, 6)) * rng.choice([0.05, 1.0, 5.0], size=(9, 1))
+    y = rng.integers(0, 3, size=9) if loss.task == "multiclass" else rng.choice([-1.0, 1.0], size=9)
+    w = rng.normal(size=shape)
+    raw = margin_gradient(loss)
+    rows = []
+    for i in range(9):
+        g = raw(w, X[i : i + 1], y[i : i + 1])
+        rows.append(g * min(1.0, C / max(np.linalg.norm(g), 1e-300)))
+    clipped = [np.linalg.norm(g) < np.linalg.norm(raw(w, X[i : i + 1], y[i : i + 1])) - 1e-12 for i, g in enumerate(rows)]
+    assert any(clipped) and not all(clipped)
+    np.testing.assert_allclose(clipped_gradient(loss, C)(w, X, y), np.mean(rows, axis=0), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(clipped_gradient(loss, C, 0.3)(w, X, y), np.mean(rows, axis=0) + 0.3 * w, rtol=1e-12)
+
+
+def test_audit_of_a_batched_step_respects_the_claim_and_catches_noise_scaled_to_the_batch(monkeypatch):
+    # n = 4 rows in one step of b = 4 (hinge, x = 1, C = 0.5): three rows y = +1, the fourth +1 or -1.
+    # The step releases step(-eta (sum of the 4 clipped gradients + xi) / 4): the sum differs by 2C, the
+    # noise on it is sigma, so the claim holds. The mistake of giving the *sum* only sigma / b of noise
+    # (the noise of the mean taken for the noise of the sum) is caught by the same audit.
+    epsilon, trials = 1.0, 2000
+    solver = PrivateFTRL("l2", clip_norm=0.5, batch_size=4)
+    prob = problem(4, 1, loss=HingeLoss(), radius=50.0, epsilon=epsilon)
+    plan = solver.plan(prob)
+    assert plan.n_steps == 1 and plan.dp_event == PrivateFTRL("l2", clip_norm=0.5, batch_size=1).plan(prob).dp_event
+
+    def run(label, seed):
+        y = np.array([1.0, 1.0, 1.0, label])
+        return solver.run(plan, np.ones((4, 1)), y, prob, np.random.default_rng(seed), order=np.arange(4)).coef[0]
+
+    honest = audit_mechanism(run, 1.0, -1.0, n_trials=trials, delta=DELTA, random_state=0)
+    monkeypatch.setattr(type(plan), "noise_stds", property(lambda self: self.noise_std / self.batch_sizes**2))
+    wrong = audit_mechanism(run, 1.0, -1.0, n_trials=trials, delta=DELTA, random_state=0)
+    print(f"\nbatched step: claimed {epsilon}, audit {honest.epsilon_lower_bound:.3f}; "
+          f"noise / b on the sum: {wrong.epsilon_lower_bound:.3f}")
+    assert honest.epsilon_lower_bound <= epsilon
+    assert wrong.violates(epsilon)
+
+
+def test_batches_fix_the_l1_geometry_on_a_sparse_problem():
+    # The reason the l1 ball lost (module docstring "Batches"): with b = 1 the dual state carries noise
+    # sigma sqrt(n) against n times the mean gradient. d = 1000, n = 4000, epsilon = 3, one seed, the
+    # tests' signed-sparse rows (the tuning family of kappa): the default batch must beat b = 1 clearly.
+    with threadpool_limits(1, user_api="blas"):
+        X, y, w_star = sparse_logistic_data(4000, 1000, 7)
+        X_test, y_test, _ = sparse_logistic_data(5000, 1000, 8)
+        X, X_test = X.toarray(), X_test.toarray()
+        prob = problem(4000, 1000, radius=np.abs(w_star).sum(), epsilon=3.0)
+        accuracy = {}
+        for b in (1, None):
+            solver = PrivateFTRL("l1", clip_norm=1.0, batch_size=b)
+            coef = solver.run(solver.plan(prob), X, y, prob, np.random.default_rng(0)).coef
+            accuracy[b] = np.mean(np.sign(X_test @ coef) == y_test)
+    print(f"\nl1 FTRL accuracy: b = 1 {accuracy[1]:.3f}, default b {accuracy[None]:.3f}")
+    assert accuracy[None] > accuracy[1] + 0.1
 
 
 # == FTRL is noisy SGD exactly when Euclidean, unconstrained, constant step ===========================
@@ -429,9 +544,10 @@ def test_private_ftrl_on_rd_with_the_fixed_schedule_runs_the_core_with_unchanged
     plan = solver.plan(prob)
     released = solver.run(plan, X, y, prob, np.random.default_rng(9)).coef
     order_rng, noise_rng = np.random.default_rng(9).spawn(2)
+    assert plan.n_steps > 1 and plan.batch_sizes.max() > 1  # batches of the default size
     lazy = dual_averaging(
-        clipped_gradient(prob.loss, plan.clip_norm), iter_batches(X, y, order_rng.permutation(n), np.ones(n, int)),
-        plan.steps, plan.noise_std, (3,), euclidean_ftrl(None, None), noise_rng,
+        clipped_gradient(prob.loss, plan.clip_norm), iter_batches(X, y, order_rng.permutation(n), plan.batch_sizes),
+        plan.steps, plan.noise_stds, (3,), euclidean_ftrl(None, None), noise_rng,
     )
     np.testing.assert_allclose(released, lazy, rtol=1e-10, atol=1e-12)
 
@@ -652,7 +768,8 @@ def test_utility_against_the_non_private_optimum():
         plan = solver.plan(prob)
         coefs = [solver.run(plan, X, y, prob, np.random.default_rng(s)).coef for s in range(2)]
         excess = np.mean([risk(w) - risk(w_star) for w in coefs])
-        bound = plan.noisy_bound * plan.diameter * (math.log(n) / 2 + 1.5) / math.sqrt(n)
+        T = plan.n_steps  # batches of the default size: Thm A.3 over T = n // b steps
+        bound = plan.noisy_bound * plan.diameter * (math.log(T) / 2 + 1.5) / math.sqrt(T)
         trivial = risk(np.zeros(3)) - risk(w_star)
         print(f"\n{solver}: excess risk {excess:.4f} (Thm A.3 bound {bound:.3f}; w = 0: {trivial:.4f})")
         assert excess <= bound
@@ -739,12 +856,14 @@ def sparse_comparison(n, d, epsilons, seeds, geometries=tuple(GEOMETRIES), n_tes
 
 
 def test_sparse_high_dimensional_l1_against_l2():
-    # Measured (report): at d = 1000, n = 5000 the l1 geometry wins on test loss only at a large epsilon;
-    # what it always does is put its weight on the informative features, which the l2 ball cannot.
+    # Measured with the default batches (d = 1000, n = 5000, epsilon = 16): both geometries reach the same
+    # accuracy (0.890) and the l2 ball the lower test loss (0.10 against 0.16; with b = 1 it was the other
+    # way round, both far worse); what the l1 ball does and the l2 ball cannot is put its weight on the
+    # informative features (share 1.00 against 0.15). The sparse benchmark (benchmarks/sparse.py) has the rest.
     rows = sparse_comparison(5000, 1000, (16.0,), seeds=(0,), geometries=("l2", "l1 (p = 1 + 1/ln d)"), n_test=5000)
     l2, l1 = rows[16.0, "l2"], rows[16.0, "l1 (p = 1 + 1/ln d)"]
-    assert l1[0] < l2[0]
-    assert l1[2] > 10 * l2[2] and l1[2] > 0.3
+    assert abs(l1[1] - l2[1]) < 0.02 and l1[1] > 0.85
+    assert l1[2] > 0.9 and l2[2] < 0.5
 
 
 @pytest.mark.slow
