@@ -4,7 +4,7 @@ utility set takes about 5 minutes a seed).
 Runs the speed, utility and rates benchmarks and writes, under ``benchmarks/results/``: one markdown
 table and one JSON file per benchmark (and per utility dataset), PNG plots when matplotlib is
 installed, and ``{mode}_summary.md`` with the machine, the speed ratios, the performance-goal check,
-the rates and the utility rows at epsilon = 1.
+the rates, the utility rows at epsilon = 1 and the sparse benchmark (``sparse.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from . import rates, speed, utility
+from . import rates, sparse, speed, utility
 from .machine import machine_info
 
 MODES = {
@@ -74,6 +74,11 @@ def main(argv=None) -> None:
         utility.plot(name, records, dataset.task)
         print(f"\n### {name}\n\n{table}", flush=True)
         summary += [f"### {name} ({dataset.task}, {config['seeds']} seeds)", "", _epsilon_one_rows(table), ""]
+
+    sparse_table = sparse.run(args.mode)  # writes sparse_{mode}.{md,json}
+    print(f"\n### sparse\n\n{sparse_table}", flush=True)
+    summary += ["## Sparse high-dimensional logistic regression (l1 FTRL against the l2 solvers)", "",
+                sparse_table, ""]
 
     minutes = (time.perf_counter() - started) / 60
     summary += [f"Total run time: {minutes:.1f} min."]
