@@ -203,17 +203,17 @@ class BaseDPLinearModel(BaseEstimator):
             )
         base_loss = self._make_loss()
         problem = self._problem(n_samples, n_columns, base_loss, self.epsilon)
-        algorithm = select_algorithm(problem, self.constraint) if self.algorithm == "auto" else self.algorithm
-        solver = self._configured_solver(algorithm)
         pure = float(self.delta) == 0.0
-        if pure and not getattr(solver, "supports_pure_dp", False):
+        if pure and (self.algorithm == "auto" or not getattr(ALGORITHMS[self.algorithm], "supports_pure_dp", False)):
+            # 'auto' is not asked: its rule is for delta > 0 and never selects these algorithms
             with_pure = sorted(name for name, s in ALGORITHMS.items() if getattr(s, "supports_pure_dp", False))
             raise ValueError(
                 f"delta=0 (pure epsilon-DP) is supported by algorithm in {with_pure} only (Laplace "
-                f"output perturbation); got algorithm={self.algorithm!r}"
-                + (f" (selected {algorithm!r})" if self.algorithm == "auto" else "")
-                + ". Choose one of those algorithms, or a delta > 0."
+                f"output perturbation); got algorithm={self.algorithm!r}. Choose one of those "
+                "algorithms, or a delta > 0."
             )
+        algorithm = select_algorithm(problem, self.constraint) if self.algorithm == "auto" else self.algorithm
+        solver = self._configured_solver(algorithm)
 
         def plan_for(epsilon: float):
             task_problem = self._problem(n_samples, n_columns, base_loss, epsilon)
