@@ -111,3 +111,66 @@ def test_snowball_plans_with_the_rule():
     kappa, n_steps = snowball_noise_multiplier(10_000, 21, calibrate_zcdp_rho(1.0, DELTA), "jnn")
     assert (plan.noise_multiplier, plan.n_steps) == (kappa, n_steps)
     assert plan.noise_std == pytest.approx(kappa * L / math.sqrt(21))
+
+
+# -- regression radius --------------------------------------------------------------------------
+
+
+def test_regression_radius_lets_predictions_reach_twice_the_target_bound():
+    assert public_arguments(defaults.regression_radius) == ["row_norm", "y_bound"]
+    radius = defaults.regression_radius(math.sqrt(2.0), 3.0)
+    assert math.sqrt(2.0) * radius == pytest.approx(defaults.REGRESSION_RANGE_FACTOR * 3.0)
+    for bad in [(0.0, 1.0), (1.0, -1.0), (math.inf, 1.0)]:
+        with pytest.raises(ValueError, match="row_norm and y_bound"):
+            defaults.regression_radius(*bad)
+
+
+def test_dplpregression_default_radius_follows_the_rule_and_bounds_lipschitz():
+    from skdpsco import DPLpRegression, PrivacyAccountant
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)) / 4
+    y = X @ [0.5, -0.3, 0.2]
+    for data_norm, y_bound, fit_intercept in [(1.0, 1.0, True), (2.0, 0.5, False)]:
+        model = DPLpRegression(
+            data_norm=data_norm, y_bound=y_bound, fit_intercept=fit_intercept, algorithm="phased_sgd",
+            random_state=0, accountant=PrivacyAccountant(),
+        ).fit(X, y)
+        row_norm = data_norm * (math.sqrt(2.0) if fit_intercept else 1.0)
+        assert model.radius_ == pytest.approx(defaults.REGRESSION_RANGE_FACTOR * y_bound / row_norm)
+        assert model.solver_info_ is not None
+        coef = np.r_[model.coef_, model.intercept_ / data_norm] if fit_intercept else model.coef_
+        assert np.linalg.norm(coef) <= model.radius_ + 1e-9
+    fixed = DPLpRegression(radius=0.3, random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+    assert fixed.radius_ == 0.3
+
+
+# -- the 'auto' rule ----------------------------------------------------------------------------
+
+
+def _logistic_problem(n, d, l2_penalty=0.0, epsilon=1.0):
+    from skdpsco.losses import LogisticLoss
+    from skdpsco.solvers import Problem
+
+    loss = LogisticLoss()
+    return Problem(n, (d,), loss, loss.constants(math.sqrt(2.0), R), R, epsilon, 1e-7, l2_penalty)
+
+
+def test_auto_rule_takes_noisy_gd_within_the_work_cap_and_one_pass_solvers_above():
+    from skdpsco.solvers import AUTO_NOISY_GD_WORK, _noisy_gd_work, select_algorithm
+
+    small, large = _logistic_problem(10**4, 21), _logistic_problem(10**7, 101)
+    assert _noisy_gd_work(small) <= AUTO_NOISY_GD_WORK < _noisy_gd_work(large)
+    assert select_algorithm(small) == "noisy_gd"
+    assert select_algorithm(_logistic_problem(10**4, 21, l2_penalty=0.1)) == "noisy_gd"
+    assert select_algorithm(large) == "phased_sgd"
+    assert select_algorithm(_logistic_problem(10**7, 101, l2_penalty=0.1)) == "strongly_convex"
+    assert select_algorithm(small, constraint="l1") == "ftrl"
+
+
+def test_auto_rule_work_is_n_p_T_of_the_plan_that_runs():
+    from skdpsco.solvers import _noisy_gd_work
+    from skdpsco.solvers.noisy_gd import plan_noisy_gd
+
+    problem = _logistic_problem(5000, 11)
+    assert _noisy_gd_work(problem) == 5000 * 11 * plan_noisy_gd(problem).n_steps

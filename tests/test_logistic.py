@@ -26,10 +26,11 @@ def test_fit_sets_public_attributes_and_spends_at_most_the_target(binary_data):
     ledger = PrivacyAccountant()
     model = DPLogisticRegression(epsilon=0.7, delta=1e-6, random_state=0, accountant=ledger).fit(X, y)
     assert model.coef_.shape == (1, 5) and model.intercept_.shape == (1,)
-    assert model.algorithm_ == "phased_sgd"  # the auto rule for a smooth loss without penalty
+    assert model.algorithm_ == "noisy_gd"  # the auto rule for a smooth loss at this size
     assert model.epsilon_ <= 0.7 and model.delta_ == 1e-6
     assert model.epsilon_ == pytest.approx(epsilon_of(model.dp_event_, 1e-6))
-    assert model.n_gradients_ == X.shape[0]  # one pass: one gradient per row
+    steps = model.solver_info_["n_steps"]
+    assert model.n_gradients_ == steps * X.shape[0]  # full batch: n gradients per step
     assert ledger.history[-1].event == model.dp_event_
     assert np.linalg.norm(np.r_[model.coef_.ravel(), model.intercept_ / model.data_norm]) <= model.radius + 1e-9
 
@@ -217,7 +218,7 @@ def test_l2_penalty_enters_the_constants_and_shrinks_the_model(binary_data):
     X, y = binary_data
     plain = DPLogisticRegression(epsilon=5.0, algorithm="snowball", random_state=0).fit(X, y)
     ridge = DPLogisticRegression(epsilon=5.0, algorithm="snowball", alpha=1.0, random_state=0).fit(X, y)
-    assert DPLogisticRegression(alpha=1.0, random_state=0).fit(X, y).algorithm_ == "strongly_convex"
+    assert DPLogisticRegression(alpha=1.0, random_state=0).fit(X, y).algorithm_ == "noisy_gd"
     # L grows by alpha * R, so the (public) steps of the same schedule shrink
     assert ridge.solver_info_["max_step"] < plain.solver_info_["max_step"]
     assert ridge.epsilon_ <= 5.0

@@ -24,7 +24,8 @@ def test_hinge_svm_optimises_the_smoothed_hinge_and_learns(binary):
     X_train, y_train, X_test, y_test = X[:15_000], y[:15_000], X[15_000:], y[15_000:]
     svm = DPHingeSVM(epsilon=1.0, accountant=PrivacyAccountant(), random_state=0).fit(X_train, y_train)
     assert isinstance(svm.loss_, GaussianSmoothedLoss) and svm.loss_.width > 0
-    assert svm.epsilon_ <= 1.0 and svm.n_gradients_ == 15_000
+    assert svm.epsilon_ <= 1.0 and svm.algorithm_ == "noisy_gd"
+    assert svm.n_gradients_ == svm.solver_info_["n_steps"] * 15_000  # full batch
     reference = LinearSVC().fit(X_train, y_train).score(X_test, y_test)
     assert svm.score(X_test, y_test) >= reference - 0.05
     scores = svm.decision_function(X_test)
@@ -60,7 +61,8 @@ def test_multiclass_one_vs_rest_splits_the_budget_and_composes():
     # the split uses the budget: at most 0.1% (the bisection tolerance) plus rounding is left
     assert 0.97 * 3.0 <= svm.epsilon_ <= 3.0
     assert svm.epsilon_ == pytest.approx(epsilon_of(svm.dp_event_, svm.delta_))
-    assert svm.n_gradients_ == 3 * X.shape[0]
+    assert svm.algorithm_ == "noisy_gd"  # full batch: n gradients per step and task
+    assert svm.n_gradients_ == 3 * svm.solver_info_["n_steps"] * X.shape[0]
     assert set(model.predict(X)) <= set(svm.classes_)
 
 
