@@ -1,7 +1,9 @@
 """Sparse high-dimensional benchmark (issue 7): l1-constrained Private FTRL against the l2 solvers.
 
     python -m benchmarks.sparse quick          # a few minutes: d in {10^3, 10^4}
-    python -m benchmarks.sparse full           # d up to 10^5, about 15 minutes on 2 busy cores
+    python -m benchmarks.sparse full           # d up to 10^5 (both generators; see benchmarks/README.md for times)
+    python -m benchmarks.sparse full --generator bow        # one generator: sparse_full_bow.*
+    python -m benchmarks.sparse full --merge                # sparse_full.* from sparse_full_{bow,dominant}.json
     python -m benchmarks.sparse full --cells dominant:100000:2000   # one cell (sparse_full_cells.*)
 
 Writes ``benchmarks/results/sparse_{mode}.{md,json}`` (the JSON records the machine, every fit and
@@ -171,10 +173,9 @@ MODES = {
     "quick": dict(cells=(("bow", 1000, 5000), ("dominant", 1000, 5000), ("bow", 10_000, 5000),
                          ("dominant", 10_000, 5000)),
                   epsilons=(1.0, 3.0)),
-    "full": dict(cells=(("bow", 1000, 2000), ("bow", 1000, 20_000), ("bow", 1000, 100_000),
-                        ("bow", 10_000, 2000), ("bow", 10_000, 20_000), ("bow", 100_000, 2000),
-                        ("dominant", 1000, 2000), ("dominant", 1000, 20_000), ("dominant", 1000, 100_000),
-                        ("dominant", 10_000, 2000), ("dominant", 10_000, 20_000), ("dominant", 100_000, 2000)),
+    "full": dict(cells=tuple((g, d, n) for g in ("bow", "dominant")
+                             for d, n in ((1000, 2000), (1000, 20_000), (1000, 100_000), (10_000, 2000),
+                                          (10_000, 10_000), (100_000, 2000))),
                  epsilons=(0.3, 1.0, 3.0)),
 }
 
@@ -255,12 +256,14 @@ def table(records, epsilons, metric: str = "accuracy") -> str:
     return "\n".join(lines)
 
 
-def run(mode: str, cells=None, log=print):
-    """Run ``mode`` and write ``sparse_{mode}.{md,json}`` (with ``cells``, only those, written to
-    ``sparse_{mode}_cells.{md,json}``); returns the table."""
+def run(mode: str, cells=None, generator=None, log=print):
+    """Run ``mode`` and write ``sparse_{mode}.{md,json}``; returns the accuracy table. With
+    ``generator``, only its cells, written to ``sparse_{mode}_{generator}.*``; with ``cells``, only
+    those, written to ``sparse_{mode}_cells.*``."""
     config = MODES[mode]
-    stem = RESULTS / (f"sparse_{mode}_cells" if cells else f"sparse_{mode}")
-    cells = cells or config["cells"]
+    stem = RESULTS / (f"sparse_{mode}_cells" if cells else f"sparse_{mode}_{generator}" if generator
+                      else f"sparse_{mode}")
+    cells = cells or [c for c in config["cells"] if generator in (None, c[0])]
     started = time.perf_counter()
     records = []
     for generator, d, n in cells:
@@ -292,9 +295,25 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", choices=sorted(MODES), nargs="?", default="quick")
     parser.add_argument("--cells", nargs="+", default=None, help="generator:d:n, e.g. bow:10000:2000")
+    parser.add_argument("--generator", choices=sorted(GENERATORS), default=None,
+                        help="only this generator's cells (written to sparse_{mode}_{generator}.*)")
+    parser.add_argument("--merge", action="store_true",
+                        help="no fitting: combine sparse_{mode}_{generator}.json of every generator into sparse_{mode}.*")
     args = parser.parse_args(argv)
+    if args.merge:
+        print(merge(args.mode))
+        return
     cells = [(g, int(d), int(n)) for g, d, n in (c.split(":") for c in args.cells)] if args.cells else None
-    print(run(args.mode, cells))
+    print(run(args.mode, cells, args.generator))
+
+
+def merge(mode: str) -> str:
+    """``sparse_{mode}.*`` from the per-generator runs ``sparse_{mode}_{generator}.json``."""
+    parts = [json.loads((RESULTS / f"sparse_{mode}_{g}.json").read_text()) for g in GENERATORS]
+    merged = {**parts[0], "minutes": sum(p["minutes"] for p in parts), "records": [r for p in parts for r in p["records"]],
+              "runs": [{k: p[k] for k in ("machine", "minutes")} for p in parts],
+              "note": "assembled from the per-generator runs " + ", ".join(f"sparse_{mode}_{g}.json" for g in GENERATORS)}
+    return write(RESULTS / f"sparse_{mode}", mode, merged)
 
 
 if __name__ == "__main__":

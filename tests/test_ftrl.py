@@ -446,7 +446,9 @@ def test_default_batch_size_is_kappa_times_the_bound_minimiser():
     assert plan.info()["batch_size"] == default_batch_size(10**6, 1.0, plan.noise_std, 1000, plan.p)
 
 
-@pytest.mark.parametrize("loss, shape", [(LogisticLoss(), (6,)), (HingeLoss(), (6,)), (MultinomialLogisticLoss(3), (3, 6))])
+@pytest.mark.parametrize(
+    "loss, shape", [(LogisticLoss(), (6,)), (HingeLoss(), (6,)), (MultinomialLogisticLoss(3), (3, 6))]
+)
 def test_batched_gradient_is_the_mean_of_the_rows_clipped_gradients(loss, shape):
     # Against a row-by-row reference: each row's gradient clipped in l2 (Frobenius) to C, then averaged;
     # rows of very different norms so that some are clipped and some are not.
@@ -460,7 +462,8 @@ def test_batched_gradient_is_the_mean_of_the_rows_clipped_gradients(loss, shape)
     for i in range(9):
         g = raw(w, X[i : i + 1], y[i : i + 1])
         rows.append(g * min(1.0, C / max(np.linalg.norm(g), 1e-300)))
-    clipped = [np.linalg.norm(g) < np.linalg.norm(raw(w, X[i : i + 1], y[i : i + 1])) - 1e-12 for i, g in enumerate(rows)]
+    raw_norms = [np.linalg.norm(raw(w, X[i : i + 1], y[i : i + 1])) for i in range(9)]
+    clipped = [np.linalg.norm(g) < r - 1e-12 for g, r in zip(rows, raw_norms)]
     assert any(clipped) and not all(clipped)
     np.testing.assert_allclose(clipped_gradient(loss, C)(w, X, y), np.mean(rows, axis=0), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(clipped_gradient(loss, C, 0.3)(w, X, y), np.mean(rows, axis=0) + 0.3 * w, rtol=1e-12)
