@@ -23,11 +23,13 @@ MODES = {
         speed_sizes=(10**4, 10**5, 10**6), speed_entries=("DPLogisticRegression [snowball]",), repeats=1,
         utility_datasets=("breast_cancer", "digits_binary", "diabetes", "synthetic_logistic_1e4"),
         algorithms=("auto",), seeds=10, rate_sizes=(10**3, 10**4, 10**5), rate_seeds=5,
+        growth_sizes=(8000, 32000, 128000, 512000), growth_seeds=10,
     ),
     "full": dict(
         speed_sizes=(10**4, 10**5, 10**6), speed_entries=tuple(speed.SPEED_ENTRIES), repeats=3,
         utility_datasets=tuple(utility.DATASETS), algorithms=("auto", "snowball", "phased_sgd"), seeds=10,
         rate_sizes=(10**3, 10**4, 10**5, 10**6), rate_seeds=10,
+        growth_sizes=(8000, 32000, 128000, 512000, 2048000), growth_seeds=30,
     ),
 }
 
@@ -65,6 +67,13 @@ def main(argv=None) -> None:
     (results / f"rates_{args.mode}.json").write_text(json.dumps({"records": rate_records, "slopes": rate_slopes}, indent=1))
     print(rate_table, flush=True)
     summary += ["## Rates (epsilon = 1, synthetic logistic, d = 10)", "", rate_table, ""]
+
+    growth_medians, growth_slopes = rates.growth_rates(config["growth_sizes"], config["growth_seeds"])
+    growth_table = rates.growth_table(growth_medians, growth_slopes)
+    (results / f"growth_rates_{args.mode}.md").write_text(growth_table + "\n")
+    print(growth_table, flush=True)
+    summary += ["## Rates under kappa-growth ('epoch_growth', kappa-power regression, epsilon = 1)", "",
+                growth_table, ""]
 
     summary += ["## Utility at epsilon = 1 (all epsilons in utility_*.md)", ""]
     for name in config["utility_datasets"]:

@@ -763,12 +763,16 @@ class PrivacyAccountant:
         """(epsilon, delta) of the composition of every recorded fit.
 
         Measured at the budget's ``delta``, or at the sum of the fits' deltas when there is no
-        budget. ``(0.0, 0.0)`` before any fit.
+        budget. ``(0.0, 0.0)`` before any fit. When every fit was pure epsilon-DP (``delta = 0``)
+        and there is no budget: the sum of their epsilons, ``delta = 0`` (basic composition, exact
+        for pure DP: the epsilons of binary randomized responses add up at ``delta = 0``).
         """
         with self._lock:
             if not self._records:
                 return 0.0, 0.0
             delta = self._reporting_delta()
+            if delta == 0.0:
+                return math.fsum(record.epsilon for record in self._records), 0.0
             return epsilon_of(self._composed(), delta), delta
 
     def remaining(self) -> float | None:

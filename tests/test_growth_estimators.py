@@ -81,3 +81,17 @@ def test_step_scale_reaches_the_growth_solvers_and_none_takes_the_rule(data, alg
     default = fitted(None)
     assert 1.0 <= default["step_scale"] <= 1000.0
     assert fitted(None)["step_scale"] == default["step_scale"]  # public: the same for every fit
+
+
+def test_a_ledger_of_pure_fits_only_reports_their_summed_epsilon_at_delta_zero(data):
+    X, y, _, _ = data
+    ledger = PrivacyAccountant()
+    for epsilon in (0.5, 0.25):
+        DPLogisticRegression(epsilon=epsilon, delta=0.0, algorithm="localization", accountant=ledger,
+                             random_state=0).fit(X, y)
+    epsilon, delta = ledger.spent()
+    assert delta == 0.0 and epsilon == pytest.approx(sum(r.epsilon for r in ledger.history)) and epsilon <= 0.75
+    # one approximate-DP fit more: reported at the sum of deltas, through the PLD accountant
+    DPLogisticRegression(epsilon=0.5, delta=1e-6, algorithm="phased_sgd", accountant=ledger, random_state=0).fit(X, y)
+    epsilon, delta = ledger.spent()
+    assert delta == pytest.approx(1e-6) and epsilon <= 1.25

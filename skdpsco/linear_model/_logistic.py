@@ -23,8 +23,10 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     epsilon : float, default=1.0
         Privacy parameter epsilon > 0 of this fit.
     delta : float, default=1e-5
-        Privacy parameter delta in (0, 1); choose it much smaller than ``1 / n_samples``
-        (a :class:`PrivacyWarning` is issued otherwise).
+        Privacy parameter delta in [0, 1); choose it much smaller than ``1 / n_samples``
+        (a :class:`PrivacyWarning` is issued otherwise). ``delta=0`` asks for pure epsilon-DP,
+        which only ``algorithm='localization'`` and ``'epoch_growth'`` provide (Laplace noise);
+        every other algorithm, ``'auto'`` included, refuses it.
     data_norm : float, default=1.0
         Public bound on the Euclidean norm of a feature row. Rows with a larger norm are scaled
         down to it inside ``fit`` (a per-row map: no privacy cost). It must not be computed

@@ -190,9 +190,11 @@ def select_algorithm(problem: Problem, constraint: str = "l2") -> str:
     * Never the growth solvers of Asi, Levy & Duchi (``'localization'``, ``'epoch_growth'``), even
       under known growth: on ridge logistic regression (``alpha = 0.1``, kappa = 2, d = 5,
       epsilon = 1, delta = 1e-6, 5 seeds) the strongly convex reduction reaches a median excess
-      regularised risk of 0.0139 / 0.0008 at n = 5000 / 50000, against 0.112 / 0.104 for
-      ``'epoch_growth'`` at its default ``step_scale`` (0.050 at its best, ``step_scale=100``) and
-      0.078 / 0.038 for ``'localization'``.
+      regularised risk of 0.0061 / 0.0002 at n = 5000 / 50000, against 0.0374 / 0.0071 for
+      ``'epoch_growth'`` and 0.0199 / 0.0035 for ``'localization'`` at their default
+      ``step_scale`` rule (:func:`skdpsco.solvers.growth.default_step_scale`; 0.0313 / 0.0209 and
+      0.0192 / 0.0060 at the former constant 3). They remain the only solvers with a pure
+      epsilon-DP (``delta = 0``) guarantee, which ``'auto'`` does not select.
     """
     if constraint != "l2":
         return "ftrl"
