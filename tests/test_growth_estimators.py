@@ -95,3 +95,22 @@ def test_a_ledger_of_pure_fits_only_reports_their_summed_epsilon_at_delta_zero(d
     DPLogisticRegression(epsilon=0.5, delta=1e-6, algorithm="phased_sgd", accountant=ledger, random_state=0).fit(X, y)
     epsilon, delta = ledger.spent()
     assert delta == pytest.approx(1e-6) and epsilon <= 1.25
+
+
+def test_solver_options_reach_the_solver_and_bad_ones_are_refused(data):
+    X, y, _, _ = data
+    model = DPLogisticRegression(alpha=0.1, algorithm="epoch_growth", solver_options={"kappa_lower": 3.0},
+                                 accountant=PrivacyAccountant(), random_state=0).fit(X, y)
+    assert model.solver_info_["kappa_lower"] == 3.0
+    default = DPLogisticRegression(alpha=0.1, algorithm="epoch_growth", accountant=PrivacyAccountant(),
+                                   random_state=0).fit(X, y)
+    assert default.solver_info_["kappa_lower"] == 2.0
+    steps = DPLogisticRegression(algorithm="noisy_gd", solver_options={"n_steps": 7}, accountant=PrivacyAccountant(),
+                                 random_state=0).fit(X, y)
+    assert steps.solver_info_["n_steps"] == 7 and steps.n_gradients_ == 7 * X.shape[0] and steps.epsilon_ <= 1.0
+    with pytest.raises(ValueError, match=r"not options of algorithm='noisy_gd'; its options are \['n_steps', 'step', 'tail_fraction'\]"):
+        DPLogisticRegression(algorithm="noisy_gd", solver_options={"kappa_lower": 3.0}).fit(X, y)
+    with pytest.raises(ValueError, match="set by the estimator parameters"):
+        DPLogisticRegression(algorithm="phased_sgd", solver_options={"step_scale": 2.0}).fit(X, y)
+    with pytest.raises(ValueError, match="solver_options"):
+        DPLogisticRegression(solver_options=[("n_steps", 3)]).fit(X, y)

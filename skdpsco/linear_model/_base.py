@@ -81,6 +81,7 @@ class BaseDPLinearModel(BaseEstimator):
         "constraint": [StrOptions({"l2", "l1", "lp"})],
         "constraint_p": [Interval(numbers.Real, 1, 2, closed="right"), None],
         "step_scale": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "solver_options": [dict, None],
         "random_state": ["random_state"],
         "accountant": [PrivacyAccountant, None],
         "verbose": ["verbose"],
@@ -99,6 +100,7 @@ class BaseDPLinearModel(BaseEstimator):
         constraint="l2",
         constraint_p=None,
         step_scale=None,
+        solver_options=None,
         random_state=None,
         accountant=None,
         verbose=0,
@@ -113,6 +115,7 @@ class BaseDPLinearModel(BaseEstimator):
         self.constraint = constraint
         self.constraint_p = constraint_p
         self.step_scale = step_scale
+        self.solver_options = solver_options
         self.random_state = random_state
         self.accountant = accountant
         self.verbose = verbose
@@ -303,7 +306,29 @@ class BaseDPLinearModel(BaseEstimator):
             options["step_scale"] = float(self.step_scale)
         if "kappa_lower" in fields:
             options["kappa_lower"] = self._kappa_lower()
+        options.update(self._checked_solver_options(algorithm, fields))
         return dataclasses.replace(solver, **options) if options else solver
+
+    def _checked_solver_options(self, algorithm: str, fields: set) -> dict:
+        """``solver_options``, checked against the fields of ``algorithm``'s solver: an unknown
+        name, or one an estimator parameter sets, is an error naming the valid ones."""
+        if not self.solver_options:
+            return {}
+        names = set(self.solver_options)
+        reserved = names & {"constraint", "p", "step_scale"}
+        if reserved:
+            raise ValueError(
+                f"solver_options {sorted(reserved)} are set by the estimator parameters constraint, "
+                "constraint_p and step_scale; pass them there."
+            )
+        unknown = names - fields
+        if unknown:
+            settable = sorted(fields - {"constraint", "p", "step_scale"})
+            raise ValueError(
+                f"solver_options {sorted(unknown)} are not options of algorithm={algorithm!r}; "
+                f"its options are {settable}."
+            )
+        return dict(self.solver_options)
 
     def _kappa_lower(self) -> float:
         """Default ``kappa_lower`` of ``'epoch_growth'`` (``asi_growth.md`` §1.5, §6), public.
@@ -378,6 +403,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         constraint="l2",
         constraint_p=None,
         step_scale=None,
+        solver_options=None,
         random_state=None,
         accountant=None,
         verbose=0,
@@ -386,8 +412,8 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
             fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
-            constraint_p=constraint_p, step_scale=step_scale, random_state=random_state,
-            accountant=accountant, verbose=verbose,
+            constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
+            random_state=random_state, accountant=accountant, verbose=verbose,
         )
         self.classes = classes
 

@@ -45,11 +45,30 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         Whether to fit an intercept (see ``data_norm``).
     algorithm : str, default='auto'
         Training algorithm, a key of :data:`skdpsco.solvers.ALGORITHMS` (the README's table
-        gives each one's paper, theorem and guarantee): ``'phased_sgd'``, ``'phased_erm'``,
-        ``'strongly_convex'`` (needs ``alpha > 0``), ``'snowball'``, ``'snowball_constant'``,
-        ``'pnsgd'``, ``'skip_pnsgd'``, ``'stop_pnsgd'``, ``'multipass_pnsgd'``. ``'auto'``
-        applies :func:`skdpsco.solvers.select_algorithm` to public quantities; the chosen name
-        is stored in ``algorithm_``.
+        gives each one's paper, theorem and guarantee), e.g. ``'noisy_gd'``, ``'phased_sgd'``,
+        ``'snowball'``, ``'objective_perturbation'`` (binary only), ``'strongly_convex'`` (needs
+        ``alpha > 0``), ``'ftrl'``, ``'localization'``, ``'epoch_growth'``. ``'auto'`` applies
+        :func:`skdpsco.solvers.select_algorithm` to public quantities; the chosen name is
+        stored in ``algorithm_``.
+    constraint : {'l2', 'l1', 'lp'}, default='l2'
+        Geometry of the parameter domain, a ball of radius ``radius`` in that norm. ``'l1'`` and
+        ``'lp'`` are implemented by ``algorithm='ftrl'`` (the ``'auto'`` choice for them).
+    constraint_p : float or None, default=None
+        The exponent ``p`` in (1, 2] of ``constraint='lp'`` (and optionally of the ``l_p``
+        potential used for ``'l1'``); ``None`` otherwise.
+    step_scale : float or None, default=None
+        Multiplier of the default step of the algorithms that have one (``'phased_sgd'``,
+        ``'phased_erm'``, ``'output_perturbation'``, ``'gradient_perturbation'``,
+        ``'localization'``, ``'epoch_growth'``). The noise scales with the step, so it costs no
+        privacy; tuning it on the training rows does (:class:`~skdpsco.DPSearchCV`). ``None``:
+        the algorithm's default.
+    solver_options : dict or None, default=None
+        Further public options of the chosen algorithm's solver, by field name (as
+        ``QuantileRegressor(solver_options=...)``), e.g. ``{'kappa_lower': 3}`` for
+        ``'epoch_growth'``, ``{'noise': 'laplace'}`` for the growth solvers, ``{'n_steps': 500}``
+        for ``'noisy_gd'``, ``{'regularization': 0.01}`` for ``'objective_perturbation'``. Each
+        solver calibrates its noise to the options it is given, so any value keeps the
+        guarantee; an option the solver does not have is an error listing the ones it has.
     random_state : int, RandomState instance, Generator or None, default=None
         Source of the row order and of the privacy noise. ``None`` draws fresh entropy: use it
         for releases. A fixed seed makes experiments reproducible but makes the noise

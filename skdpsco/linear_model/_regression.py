@@ -28,7 +28,8 @@ class DPLpRegression(SmoothingMixin, RegressorMixin, BaseDPLinearModel):
 
     Parameters
     ----------
-    epsilon, delta, data_norm, alpha, fit_intercept, algorithm, random_state, accountant, verbose
+    epsilon, delta, data_norm, alpha, fit_intercept, algorithm, constraint, constraint_p, \
+step_scale, solver_options, random_state, accountant, verbose
         As in :class:`~skdpsco.DPLogisticRegression`.
     radius : float or None, default=None
         Public radius of the parameter domain, as in :class:`~skdpsco.DPLogisticRegression`.
@@ -101,6 +102,7 @@ class DPLpRegression(SmoothingMixin, RegressorMixin, BaseDPLinearModel):
         constraint="l2",
         constraint_p=None,
         step_scale=None,
+        solver_options=None,
         random_state=None,
         accountant=None,
         verbose=0,
@@ -111,7 +113,8 @@ class DPLpRegression(SmoothingMixin, RegressorMixin, BaseDPLinearModel):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
             fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
-            constraint_p=constraint_p, step_scale=step_scale, random_state=random_state,
+            constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
+            random_state=random_state,
             accountant=accountant, verbose=verbose,
         )
         self.p = p

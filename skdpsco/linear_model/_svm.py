@@ -29,8 +29,8 @@ class DPHingeSVM(SmoothingMixin, BaseDPLinearClassifier):
 
     Parameters
     ----------
-    epsilon, delta, data_norm, radius, alpha, fit_intercept, algorithm, random_state, \
-accountant, verbose, classes
+    epsilon, delta, data_norm, radius, alpha, fit_intercept, algorithm, constraint, \
+constraint_p, step_scale, solver_options, random_state, accountant, verbose, classes
         As in :class:`~skdpsco.DPLogisticRegression`.
     loss : {'hinge', 'squared_hinge', 'q_hinge'}, default='hinge'
         ``(1 - y z)_+``, its square, or ``(1 - y z)_+ ** q``.
@@ -91,6 +91,7 @@ accountant, verbose, classes
         constraint="l2",
         constraint_p=None,
         step_scale=None,
+        solver_options=None,
         random_state=None,
         accountant=None,
         verbose=0,
@@ -102,7 +103,8 @@ accountant, verbose, classes
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
             fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
-            constraint_p=constraint_p, step_scale=step_scale, random_state=random_state,
+            constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
+            random_state=random_state,
             accountant=accountant, verbose=verbose, classes=classes,
         )
         self.loss = loss
