@@ -190,3 +190,28 @@ def test_pooled_snowball_audit_respects_the_claim_and_catches_weakened_noise(wea
         pooled_snowball_run(n, epsilon, 4), snowball_neighbours(n), epsilon, weaken_noise, 16.0, 4000, 1,
         "pooled-noise solver audit",
     )
+
+
+@pytest.mark.parametrize("loss", [LogisticLoss(), PowerLoss(2.0), smooth(HingeLoss(), 0.3)], ids=repr)
+@pytest.mark.parametrize("average", [False, True])
+def test_full_batch_passes_give_the_reference_iterates(loss, average):
+    # Noisy GD's batches: every step reads all the rows, in place, pass after pass.
+    X, y = data(loss, n=200)
+    batches = core.full_batches(X, y, 40)
+    assert [b[0] is X for b in batches] == [True] * 40  # the reference reads X itself, no copy
+    gradient = core.margin_gradient(loss, 0.01)
+    assert core.uses_kernel(gradient, batches, np.zeros(7))
+    steps, stds = np.full(40, 0.5), np.linspace(0.0, 0.3, 40)
+    args = lambda: (steps, stds, np.zeros(7), 1.0, np.random.default_rng(3))  # noqa: E731
+    fast = core.projected_noisy_sgd(gradient, batches, *args(), average=average)
+    reference = core.reference_projected_noisy_sgd(gradient, batches, *args(), average=average)
+    assert np.linalg.norm(reference) > 0.01
+    np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12)
+
+
+def test_full_batches_refuse_a_batch_larger_than_the_rows():
+    X, y = data(LogisticLoss(), n=5)
+    batches = core.RowBatches(X, y, np.arange(5), np.array([5, 6]), cycle=True)
+    with pytest.raises(ValueError, match="each at most the 5 rows"):
+        core.projected_noisy_sgd(core.margin_gradient(LogisticLoss()), batches, np.ones(2), np.zeros(2),
+                                 np.zeros(7), 1.0, np.random.default_rng(0))

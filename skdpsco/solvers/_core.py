@@ -98,18 +98,32 @@ class RowBatches:
     y: np.ndarray
     order: np.ndarray
     batch_sizes: np.ndarray
+    cycle: bool = False
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         start = 0
+        whole = self.cycle and np.array_equal(self.order, np.arange(self.X.shape[0]))
         for size in self.batch_sizes:
-            rows = self.order[start : start + size]
+            if self.cycle and start + size > self.order.size:
+                start = 0  # the next pass over the rows (see :func:`full_batches`)
+            if whole and size == self.order.size:
+                yield self.X, self.y  # the whole dataset, in its own order: no copy
+            else:
+                rows = self.order[start : start + size]
+                yield self.X[rows], self.y[rows]
             start += size
-            yield self.X[rows], self.y[rows]
 
 
 def iter_batches(X: np.ndarray, y: np.ndarray, order: np.ndarray, batch_sizes: Iterable[int]) -> RowBatches:
     """Consecutive disjoint row blocks ``X[order[start:start + B]]``, each row used once."""
     return RowBatches(X, y, np.asarray(order), np.asarray(batch_sizes, dtype=np.int64))
+
+
+def full_batches(X: np.ndarray, y: np.ndarray, n_steps: int) -> RowBatches:
+    """``n_steps`` batches of all the rows (full-batch gradient descent): passes over ``X``, which
+    the compiled kernel reads in place, one fused pass per step."""
+    n = X.shape[0]
+    return RowBatches(X, y, np.arange(n), np.full(n_steps, n, dtype=np.int64), cycle=True)
 
 
 def pool_noise(steps: np.ndarray, noise_stds: np.ndarray, every: int) -> np.ndarray:
@@ -296,8 +310,11 @@ def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radi
     order = np.ascontiguousarray(batches.order, dtype=np.intp)
     if not (sizes.ndim == 1 and sizes.shape == steps.shape == noise_stds.shape):
         raise ValueError(f"Got {sizes.size} batches for {steps.size} steps and {noise_stds.size} noise levels.")
-    if np.any(sizes < 1) or sizes.sum() > order.size:
-        raise ValueError(f"Batch sizes must be >= 1 and sum to at most the {order.size} rows in order.")
+    if np.any(sizes < 1) or (sizes.max(initial=0) if batches.cycle else sizes.sum()) > order.size:
+        raise ValueError(
+            f"Batch sizes must be >= 1 and {'each' if batches.cycle else 'sum to'} at most the "
+            f"{order.size} rows in order."
+        )
     if order.size and (order.min() < 0 or order.max() >= batches.X.shape[0]):
         raise ValueError(f"order must index the {batches.X.shape[0]} rows of X.")
     average = total is not None
@@ -314,7 +331,7 @@ def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radi
         start = _kernel.run_steps(
             batches.X, y, order, start, sizes[chunk], steps[chunk], noise, noisy.view(np.uint8),
             w, total, work, code, parameter, gradient.l2_penalty, 0.0 if radius is None else float(radius),
-            average,
+            average, batches.cycle,
         )
 
 

@@ -154,12 +154,16 @@ def run_steps(
     double l2_penalty,
     double radius,
     bint average,
+    bint cycle=False,
 ):
     """Run ``len(steps)`` steps in place on ``w``; return the index in ``order`` after the last row.
 
     Parameters
     ----------
-    X, y : rows (C-contiguous float64) and encoded labels, read at ``order[start:]``.
+    X, y : rows (C-contiguous float64) and encoded labels, read at ``order[start:]``; with
+        ``cycle``, a batch that would run past the end of ``order`` starts again at its
+        beginning (passes over the data: ``order = arange(n)`` and batches of ``n`` rows are
+        full-batch steps).
     batch_sizes, steps : int and float arrays of shape (T,), one entry per step.
     noise : array of shape (number of noisy steps, p)
         The noise rows, consumed in order by the steps with ``noisy[t] != 0``.
@@ -181,6 +185,8 @@ def run_steps(
         for t in range(T):
             B = batch_sizes[t]
             eta = steps[t]
+            if cycle and start + B > n_order:
+                start = 0
             end = start + B
             if average:
                 _axpy(1.0, wp, tp, p)

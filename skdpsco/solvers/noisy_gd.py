@@ -59,7 +59,6 @@ Utility: the default step is ``eta = 1 / beta`` and ``T`` minimises the public r
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -75,7 +74,7 @@ from ..accounting import (
     zcdp_event,
 )
 from ..defaults import noisy_gd_schedule
-from ._core import SolverResult, projected_noisy_sgd
+from ._core import SolverResult, full_batches, projected_noisy_sgd
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
     from . import Problem
@@ -207,7 +206,7 @@ def plan_descent(plan: NoisyGDPlan, X, y, problem: Problem, n_steps: int, w0, no
     with ``average`` the mean of the points at which the gradients were taken."""
     return projected_noisy_sgd(
         problem.gradient(),
-        itertools.repeat((X, y), n_steps),
+        full_batches(X, y, n_steps),
         np.full(n_steps, plan.step),
         np.full(n_steps, plan.noise_std),
         w0,
