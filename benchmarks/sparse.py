@@ -153,13 +153,16 @@ def _l2(w):
 PRIVATE = {
     "auto, R=10": _private(algorithm="auto"),
     "auto, R=‖w*‖₂": _private(algorithm="auto", radius=_l2),
+    "phased_sgd, R=10": _private(algorithm="phased_sgd"),
     "ftrl ℓ2, R=10": _private(algorithm="ftrl"),
     "ftrl ℓ2, R=‖w*‖₂": _private(algorithm="ftrl", radius=_l2),
     "ftrl ℓ1 ball, p=1+1/ln d, R=‖w*‖₁": _private(algorithm="ftrl", constraint="l1", radius=_l1,
                                                   constraint_p=lambda w: l1_geometry_exponent(w.size)),
     "ftrl ℓ1 ball, p=2 (default), R=‖w*‖₁": _private(algorithm="ftrl", constraint="l1", radius=_l1),
 }
-"""Private entries: name -> (epsilon, seed, w*) -> estimator. ``auto`` picks Phased-SGD here. The
+"""Private entries: name -> (epsilon, seed, w*) -> estimator. What ``auto`` picks follows the
+estimators' rule at the time of the run (recorded per fit in the JSON and per row in the table);
+``phased_sgd`` is pinned so that the comparison does not move with that rule. The
 two l1 entries differ in the potential: the l1 geometry of the spec (§1.4; ``fit_intercept=False``,
 so ``d`` is the number of parameters) and the default Euclidean one."""
 
@@ -236,8 +239,8 @@ def table(records, epsilons, metric: str = "accuracy") -> str:
     bold: largest accuracy, smallest ``log_loss``); non-private columns repeated on every epsilon row."""
     models = ["trivial", "LR ℓ2", "LR ℓ1", *PRIVATE]
     pick = max if metric == "accuracy" else min
-    header = "| data | d | n | ε | Bayes | " + " | ".join(models) + " |"
-    lines = [header, "|" + "---|" * (5 + len(models))]
+    header = "| data | d | n | ε | Bayes | " + " | ".join(models) + " | auto ran |"
+    lines = [header, "|" + "---|" * (6 + len(models))]
     cells = list(dict.fromkeys((r["generator"], r["d"], r["n"]) for r in records))
     for generator, d, n in cells:
         rs = [r for r in records if (r["generator"], r["d"], r["n"]) == (generator, d, n)]
@@ -252,7 +255,9 @@ def table(records, epsilons, metric: str = "accuracy") -> str:
                 entries.append(f"{np.mean(values):.3f} ± {np.std(values):.3f}" if values else "—")
             best = pick(PRIVATE, key=lambda m: values_by_model[m])
             entries = [f"**{e}**" if m == best else e for m, e in zip(models, entries)]
-            lines.append(f"| {generator} | {d:,} | {n:,} | {epsilon:g} | {bayes:.3f} | " + " | ".join(entries) + " |")
+            chosen = sorted({r.get("algorithm", "?") for r in rs if r["model"].startswith("auto") and r["epsilon"] == epsilon})
+            lines.append(f"| {generator} | {d:,} | {n:,} | {epsilon:g} | {bayes:.3f} | " + " | ".join(entries)
+                         + f" | {', '.join(chosen)} |")
     return "\n".join(lines)
 
 
