@@ -156,7 +156,8 @@ def select_algorithm(problem: Problem, constraint: str = "l2") -> str:
       ``|r|^p`` with 1 < p < 2; ``smoothness = inf``): DP-SGD-Gradient of Wang et al.
       (``'gradient_perturbation'``, ``wang_holder.md`` §2.4), which needs only the gradient bound
       for privacy and the Hölder exponent for its schedule. Measured (5 seeds, n = 10^4, d = 10,
-      ε ∈ {0.5, 1, 2}, δ = 1e-6; ``benchmarks/results/holder_auto.md``): q-hinge (q = 1.5)
+      ε ∈ {0.5, 1, 2}, δ = 1e-6; ``benchmarks/results/holder_auto.md``; ``'ftrl'`` measured with
+      one row per step, before its batches): q-hinge (q = 1.5)
       accuracy 0.598 / 0.621 / 0.644 against 0.543 / 0.557 / 0.579 for ``'ftrl'`` and 0.472 /
       0.474 / 0.479 for ``'output_perturbation'`` (whose stability-based noise dominates); at
       n = 10^5, 0.709 / 0.725 / 0.735 against FTRL's 0.532 / 0.564 / 0.614. ``|r|^1.5``
