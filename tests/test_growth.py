@@ -3,7 +3,6 @@ formulas recomputed from the spec, errata regressions (P1), sensitivity, rates o
 instances of §5.2, privacy audits with their power check."""
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -12,9 +11,12 @@ import skdpsco.solvers._core as core
 import skdpsco.solvers.growth as growth
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
 from skdpsco.audit import audit_mechanism
-from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss, LossConstants, MarginLoss
+from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss
 from skdpsco.solvers import Problem
 from skdpsco.solvers.growth import EpochGrowth, Localization, project_to_ball_intersection
+
+from benchmarks.rates import GROWTH_TARGET as TARGET
+from benchmarks.rates import ShiftedPowerLoss, growth_instance
 
 DELTA = 1e-5
 RADIUS = 10.0
@@ -269,42 +271,15 @@ def test_localization_utility_against_the_non_private_optimum():
 # -- rates on closed-form kappa-growth instances (P13.5) -------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ShiftedPowerLoss(MarginLoss):
-    """kappa-power regression (§1.5), ``|z - y|^kappa / kappa``, as a margin loss (``kappa >= 2``)."""
-
-    kappa: float
-    name = "shifted_power"
-    task = "regression"
-
-    def value(self, z, y):
-        return np.abs(z - y) ** self.kappa / self.kappa
-
-    def derivative(self, z, y):
-        return np.sign(z - y) * np.abs(z - y) ** (self.kappa - 1)
-
-    def _constants(self, B, R, B_y):
-        k, r = self.kappa, B_y + B * R
-        beta = B**2 * (k - 1) * r ** (k - 2)
-        return LossConstants(B * r ** (k - 1), beta, 1.0, beta, k)
-
-
-TARGET = 0.5
-
-
 def instance_excess(kappa, n, seeds, step_scale=None, epsilon=1.0):
-    """Median (Thm 2/3 are high-probability bounds) excess risk of ``'epoch_growth'`` on kappa-power
-    regression with point-mass data (``x = 1``, ``y = b = 0.5``, domain ``[-1, 1]``; ERM =
-    population, so only the private and optimisation terms remain): ``f(w) = |w - b|^kappa / kappa``
-    has exactly ``(1, kappa)``-growth around ``w* = b`` (``benchmarks/rates.py``, ``growth_instance``).
+    """Median (Thm 2/3 are high-probability bounds) excess risk of ``'epoch_growth'`` on the
+    kappa-power regression instance of ``benchmarks/rates.py`` (:func:`growth_instance`: point-mass
+    data, ``f(w) = |w - b|^kappa / kappa``, exactly ``(1, kappa)``-growth around ``w* = b``).
     kappa is never passed: ``kappa_lower = 2`` (default)."""
-    loss = ShiftedPowerLoss(kappa)
-    problem = Problem(n, (1,), loss, loss.constants(1.0, 1.0, TARGET), 1.0, epsilon, DELTA, 0.0)
+    problem, X, y, excess = growth_instance(kappa, n, epsilon, DELTA)
     solver = EpochGrowth(step_scale=step_scale)
     plan = solver.plan(problem)
-    X, y = np.ones((n, 1)), np.full(n, TARGET)
-    outputs = [solver.run(plan, X, y, problem, np.random.default_rng(s)).coef[0] for s in seeds]
-    return float(np.median(np.abs(np.array(outputs) - TARGET) ** kappa / kappa))
+    return float(np.median([excess(solver.run(plan, X, y, problem, np.random.default_rng(s)).coef[0]) for s in seeds]))
 
 
 @pytest.mark.parametrize("kappa", [2.0, 3.0, 4.0])
