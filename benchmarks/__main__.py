@@ -1,5 +1,5 @@
-"""``python -m benchmarks quick`` (under 10 minutes on 2 cores) or ``python -m benchmarks full`` (over an hour: the n = 10^6
-utility set takes about 5 minutes a seed).
+"""``python -m benchmarks quick`` (about 3 minutes on 2 cores) or ``python -m benchmarks full`` (about 50 minutes,
+estimated from its parts: ``benchmarks/results/full_summary.md``).
 
 Runs the speed, utility and rates benchmarks and writes, under ``benchmarks/results/``: one markdown
 table and one JSON file per benchmark (and per utility dataset), PNG plots when matplotlib is
