@@ -444,8 +444,23 @@ def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     ------
     ValueError
         If no accountant supports the event.
+
+    Notes
+    -----
+    A hashable event (every event but a composition, which holds a list) is converted once per
+    ``(event, delta)`` and remembered: a fit's event is a function of its public plan, and a PLD
+    or dense-grid RDP conversion costs milliseconds, more than a small fit.
     """
     _check_delta(delta)
+    try:
+        hash(event)
+    except TypeError:
+        return _epsilon_of(event, float(delta))
+    return _remembered_epsilon_of(event, float(delta))
+
+
+def _epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
+    """:func:`epsilon_of` (same parameters), computed."""
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return 0.0
     if _is_binary_randomized_response(event):
@@ -473,6 +488,10 @@ def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     if not candidates:
         raise ValueError(f"No accountant supports the event {event!r} under REPLACE_ONE.")
     return float(min(candidates))
+
+
+_remembered_epsilon_of = lru_cache(maxsize=1024)(_epsilon_of)
+""":func:`_epsilon_of` of hashable events, remembered (:func:`epsilon_of`, Notes)."""
 
 
 def _is_binary_randomized_response(event: dp_accounting.DpEvent) -> bool:

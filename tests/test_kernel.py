@@ -22,7 +22,7 @@ from skdpsco.losses import (
 )
 from skdpsco.smoothing import smooth
 from skdpsco.solvers import _kernel
-from skdpsco.solvers.snowball import plan_snowball
+from skdpsco.solvers.snowball import MIN_NOISY_STEPS, NOISE_EVERY, noise_every, plan_snowball
 from test_privacy_audit import DELTA, audit_sound_and_powerful, snowball_neighbours
 
 BINARY = [LogisticLoss(), HingeLoss(), SquaredHingeLoss(), QHingeLoss(1.5), smooth(HingeLoss(), 0.3)]
@@ -184,12 +184,23 @@ def pooled_snowball_run(n, epsilon, every, loss=LogisticLoss()):
     return run
 
 
-def test_pooled_snowball_audit_respects_the_claim_and_catches_weakened_noise(weaken_noise):
-    n, epsilon = 60, 1.0
+@pytest.mark.parametrize("n, every", [(60, 4), (200, NOISE_EVERY)])
+def test_pooled_snowball_audit_respects_the_claim_and_catches_weakened_noise(weaken_noise, n, every):
+    # Snowball's own rule: 14 steps at n = 60 keep blocks of 4, 86 steps at n = 200 take the longest.
+    epsilon = 1.0
+    constants = LogisticLoss().constants(1.0, 10.0)
+    plan = plan_snowball(n, 1, constants.lipschitz, constants.smoothness, 10.0, epsilon, DELTA, "jnn")
+    assert noise_every(plan.n_steps) == every
     audit_sound_and_powerful(
-        pooled_snowball_run(n, epsilon, 4), snowball_neighbours(n), epsilon, weaken_noise, 16.0, 4000, 1,
-        "pooled-noise solver audit",
+        pooled_snowball_run(n, epsilon, every), snowball_neighbours(n), epsilon, weaken_noise, 16.0, 4000, 1,
+        f"pooled-noise solver audit (n={n}, noise every {every} steps)",
     )
+
+
+@pytest.mark.parametrize("n_steps, every", [(1, 1), (2, 1), (3, 1), (12, 4), (47, 15), (48, 16), (10**6, 16)])
+def test_short_schedules_keep_at_least_three_noisy_steps(n_steps, every):
+    assert noise_every(n_steps) == every
+    assert np.count_nonzero(core.pool_noise(np.ones(n_steps), np.ones(n_steps), every)) >= min(n_steps, MIN_NOISY_STEPS)
 
 
 @pytest.mark.parametrize("loss", [LogisticLoss(), PowerLoss(2.0), smooth(HingeLoss(), 0.3)], ids=repr)
@@ -215,3 +226,85 @@ def test_full_batches_refuse_a_batch_larger_than_the_rows():
     with pytest.raises(ValueError, match="each at most the 5 rows"):
         core.projected_noisy_sgd(core.margin_gradient(LogisticLoss()), batches, np.ones(2), np.zeros(2),
                                  np.zeros(7), 1.0, np.random.default_rng(0))
+
+
+# -- the estimators' clipped copy, gathered in a random order -----------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 30), d=st.integers(1, 9), bound=st.floats(0.1, 3.0), fill=st.sampled_from([None, 0.7]),
+       seed=st.integers(0, 1000))
+def test_gathered_clipped_rows_are_the_reference_rows_in_that_order(n, d, bound, fill, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * rng.uniform(0.0, 2.0, (n, 1))
+    order = rng.permutation(n)
+    fast = core.clipped_rows_in_order(X, order, bound, fill)  # C-contiguous: the compiled gather
+    by_blocks = core.clipped_rows_in_order(np.asfortranarray(X), order, bound, fill)  # numpy blocks
+    reference = core.clip_rows(X[order], bound)
+    if fill is not None:
+        reference = np.column_stack([reference, np.full(n, fill)])
+    np.testing.assert_allclose(fast, reference, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(by_blocks, reference, rtol=1e-14, atol=1e-15)
+    assert np.all(np.linalg.norm(fast[:, :d], axis=1) <= bound * (1 + 1e-12))
+
+
+def test_gathered_rows_refuse_indices_outside_x():
+    X = np.ones((4, 2))
+    for order in (np.array([0, 1, 4]), np.array([-1, 0]), np.zeros((2, 2), dtype=int)):
+        with pytest.raises(ValueError, match="order must be a vector of indices"):
+            core.clipped_rows_in_order(X, order, 1.0)
+
+
+@pytest.mark.parametrize("algorithm, in_sequence", [("snowball", True), ("phased_sgd", True), ("noisy_gd", False)])
+def test_estimators_shuffle_the_clipped_copy_and_solvers_that_shuffle_read_it_in_sequence(
+    monkeypatch, algorithm, in_sequence
+):
+    # The rows handed to the solver are the clipped rows in a uniformly random order (a
+    # permutation of them, labels moved with them); solvers that would draw an order are given
+    # the identity instead, the others are not asked for one.
+    from skdpsco.solvers import ALGORITHMS
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    solver = ALGORITHMS[algorithm]
+    seen = {}
+
+    def spy(self, plan, rows, targets, problem, generator, **kwargs):
+        seen.update(rows=rows.copy(), targets=targets.copy(), kwargs=kwargs)
+        return original(self, plan, rows, targets, problem, generator, **kwargs)
+
+    original = type(solver).run
+    monkeypatch.setattr(type(solver), "run", spy)
+    DPLogisticRegression(algorithm=algorithm, epsilon=5.0, random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+    assert getattr(solver, "shuffles_rows", False) is in_sequence
+    if in_sequence:
+        np.testing.assert_array_equal(seen["kwargs"]["order"], np.arange(400))
+    else:
+        assert seen["kwargs"] == {}
+    clipped = np.column_stack([core.clip_rows(X, 1.0), np.ones(400)])
+    match = {tuple(row): label for row, label in zip(np.round(clipped, 12), y)}
+    assert not np.array_equal(seen["rows"], clipped)  # shuffled ...
+    assert sorted(map(tuple, np.round(seen["rows"], 12))) == sorted(match)  # ... the same rows
+    assert [match[tuple(row)] for row in np.round(seen["rows"], 12)] == list(seen["targets"])  # labels follow
+
+
+@pytest.mark.parametrize("layout", [np.ascontiguousarray, np.asfortranarray], ids=["kernel", "reference"])
+def test_rows_whose_squared_norm_overflows_are_clipped_not_zeroed(layout):
+    X = layout(np.array([[3e200, 4e200], [0.3, 0.4], [1e300, -1e300]]))
+    rows = core.clipped_rows_in_order(X, np.arange(3), 1.0, fill=2.0)
+    np.testing.assert_allclose(rows, [[0.6, 0.8, 2.0], [0.3, 0.4, 2.0], [2**-0.5, -(2**-0.5), 2.0]], rtol=1e-15)
+
+
+@pytest.mark.parametrize("layout", [np.ascontiguousarray, np.asfortranarray], ids=["kernel", "reference"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_rows_are_refused_and_nothing_is_charged(layout, bad):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 4))
+    X[[7, 150], 2] = bad
+    with pytest.raises(ValueError, match=r"Input X contains NaN or infinity \(2 row\(s\)\)"):
+        core.clipped_rows_in_order(layout(X), rng.permutation(300), 1.0, fill=1.0)
+    ledger = PrivacyAccountant()
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        DPLogisticRegression(accountant=ledger).fit(layout(X), np.where(X[:, 0] > 0, 1, 0))
+    assert ledger.history == ()

@@ -25,7 +25,7 @@ from ..smoothing import default_smoothing_width, smooth
 from ..accounting import PrivacyAccountant, calibrate_noise, epsilon_of, get_accountant
 from ..losses import PowerLoss
 from ..solvers import ALGORITHMS, Problem, select_algorithm
-from ..solvers._core import clip_rows
+from ..solvers._core import clipped_rows_in_order
 
 
 class PrivacyWarning(UserWarning):
@@ -189,13 +189,24 @@ class BaseDPLinearModel(BaseEstimator):
         )
 
     def _fit_steps(self, X, y) -> None:
+        # X's NaN / infinity check is left to the pass that clips it (one read of X fewer)
         X, y = validate_data(
             self, X, y, accept_sparse=False, dtype=np.float64, ensure_min_samples=2,
-            y_numeric=self._numeric_targets,
+            y_numeric=self._numeric_targets, ensure_all_finite=False,
         )
-        tasks = self._tasks(self._encode_targets(y))
+        targets = self._encode_targets(y)
         n_samples, n_features = X.shape
         n_columns = n_features + int(self.fit_intercept)
+        # One array for the clipped rows and the intercept column (peak memory one copy of X),
+        # filled in a uniformly random order drawn here, before any budget is charged: the
+        # solvers that read the rows in a random order (``shuffles_rows``) are given that order
+        # and stream the copy in sequence.
+        order_rng, task_rng = _generator(self.random_state).spawn(2)
+        order = order_rng.permutation(n_samples)
+        data_norm = float(self.data_norm)
+        rows = clipped_rows_in_order(X, order, data_norm, fill=data_norm if self.fit_intercept else None)
+        del X
+        tasks = self._tasks(targets[order])
         if self.delta >= 1.0 / n_samples:
             warnings.warn(
                 f"delta={self.delta:g} is not smaller than 1/n_samples={1.0 / n_samples:.3g}: "
@@ -248,13 +259,9 @@ class BaseDPLinearModel(BaseEstimator):
             epsilon=spent_epsilon,
             delta=float(self.delta),
         )
-        # one array for the clipped rows and the intercept column: peak memory one copy of X
-        rows = np.empty((n_samples, n_columns))
-        clip_rows(X, float(self.data_norm), out=rows[:, :n_features])
-        if self.fit_intercept:
-            rows[:, -1] = float(self.data_norm)
-        task_rngs = _generator(self.random_state).spawn(len(tasks))
-        results = [solver.run(plan, rows, t, task_problem, r) for t, r in zip(tasks, task_rngs)]
+        task_rngs = task_rng.spawn(len(tasks))
+        in_sequence = {"order": np.arange(n_samples)} if getattr(solver, "shuffles_rows", False) else {}
+        results = [solver.run(plan, rows, t, task_problem, r, **in_sequence) for t, r in zip(tasks, task_rngs)]
         if self.verbose:
             print(f"[{type(self).__name__}] algorithm={algorithm} tasks={len(tasks)} "
                   + " ".join(f"{k}={v}" for k, v in results[0].info.items()))

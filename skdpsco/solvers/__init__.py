@@ -86,6 +86,7 @@ class SnowballSGD:
     schedule: str
 
     requires_smooth_loss = True
+    shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
 
     def plan(self, problem: Problem):
         return plan_snowball(
@@ -99,9 +100,9 @@ class SnowballSGD:
             self.schedule,
         )
 
-    def run(self, plan, X, y, problem: Problem, rng: np.random.Generator) -> SolverResult:
+    def run(self, plan, X, y, problem: Problem, rng: np.random.Generator, order=None) -> SolverResult:
         w0 = np.zeros(problem.coef_shape)
-        return run_snowball(plan, X, y, problem.gradient(), w0, problem.radius, rng)
+        return run_snowball(plan, X, y, problem.gradient(), w0, problem.radius, rng, order)
 
 
 MULTIPASS_EPOCHS = 5

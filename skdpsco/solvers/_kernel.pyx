@@ -20,7 +20,7 @@ overhead would dominate; the rows of the next steps are prefetched, hiding the l
 rows in a random order.
 """
 
-from libc.math cimport exp, erfc, fabs, pow, sqrt
+from libc.math cimport exp, erfc, fabs, isfinite, pow, sqrt
 
 import numpy as np
 
@@ -135,6 +135,69 @@ def derivative(int code, double a, const double[::1] z, const double[::1] y):
     for i in range(z.shape[0]):
         view[i] = _derivative(code, z[i], y[i], a)
     return out
+
+
+def gather_clipped_rows(
+    const double[:, ::1] X,
+    const Py_ssize_t[::1] order,
+    double max_norm,
+    double[:, ::1] out,
+    double fill,
+):
+    """``out[i, :d] = X[order[i]] * min(1, max_norm / ||X[order[i]]||)``, ``out[i, d:] = fill``;
+    return the number of rows with a NaN or an infinite entry (their ``out`` row is unspecified).
+
+    The rows of ``X`` (shape (n, d)) gathered in ``order`` and clipped to ``l2`` norm at most
+    ``max_norm``, in one pass: each row is read once (prefetched, as the order is random), its
+    norm taken while it is in cache (from the row divided by its largest entry when the squared
+    norm overflows), and written scaled; the columns of ``out`` after the first ``d`` (e.g. an
+    intercept column) are set to ``fill``. The reference is
+    :func:`skdpsco.solvers._core.clip_rows` of ``X[order]``. ``order`` must index rows of ``X``.
+    """
+    cdef Py_ssize_t n = order.shape[0], d = X.shape[1], p = out.shape[1]
+    cdef Py_ssize_t i, j, non_finite = 0
+    cdef double norm, scale
+    cdef const double *Xp = &X[0, 0]
+    cdef const Py_ssize_t *op = &order[0]
+    cdef const double *row
+    cdef double *target
+    if out.shape[0] != n or p < d:
+        raise ValueError(f"out must have {n} rows and at least {d} columns; got shape {tuple(out.shape)[:2]}.")
+    if n == 0:
+        return 0
+    with nogil:
+        for i in range(n):
+            _prefetch_row(Xp, d, op, i, n)
+            row = Xp + op[i] * d
+            norm = sqrt(_dot(row, row, d))
+            if not isfinite(norm):
+                norm = _norm_without_overflow(row, d)
+                if not isfinite(norm):
+                    non_finite += 1
+                    continue
+            scale = max_norm / norm if norm > max_norm else 1.0
+            target = &out[i, 0]
+            for j in range(d):
+                target[j] = scale * row[j]
+            for j in range(d, p):
+                target[j] = fill
+    return non_finite
+
+
+cdef double _norm_without_overflow(const double *row, Py_ssize_t d) noexcept nogil:
+    """``||row||`` as ``m ||row / m||`` with ``m`` the largest ``|entry|``; not finite iff an entry is not."""
+    cdef double largest = 0.0, total = 0.0, u
+    cdef Py_ssize_t j
+    for j in range(d):
+        u = fabs(row[j])
+        if not (u <= largest):  # also true for NaN
+            largest = u
+    if not isfinite(largest):
+        return largest
+    for j in range(d):
+        u = row[j] / largest
+        total += u * u
+    return largest * sqrt(total)
 
 
 def run_steps(

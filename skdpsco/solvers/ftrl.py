@@ -152,8 +152,7 @@ from scipy.special import gammaln
 from ..accounting import gaussian_event, gaussian_noise_multiplier
 from ..geometry import CONSTRAINTS, dual_exponent, ftrl_step
 from . import _core
-from ._core import SolverResult, clip_rows, iter_batches, margin_gradient, projected_noisy_sgd
-from .phased import row_order
+from ._core import SolverResult, clip_rows, iter_batches, margin_gradient, projected_noisy_sgd, row_order
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
     from . import Problem
@@ -537,6 +536,7 @@ class PrivateFTRL:
     batch_size: int | None = None
 
     requires_smooth_loss = False  # subgradients suffice (Thm 5.1 / A.3); privacy needs only the clip
+    shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
 
     def __post_init__(self):
         if self.constraint not in CONSTRAINTS:

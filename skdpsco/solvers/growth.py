@@ -108,9 +108,9 @@ import numpy as np
 
 from ..accounting import gaussian_event, gaussian_noise_multiplier, pure_dp_event
 from . import _core
-from ._core import SolverResult, iter_batches, margin_gradient, project_to_ball
+from ._core import SolverResult, iter_batches, margin_gradient, project_to_ball, row_order
 from .erm import certified_iterations, certified_minimize
-from .phased import check_row_count, check_step_scale, freeze_arrays, row_order, validated_constants
+from .phased import check_row_count, check_step_scale, freeze_arrays, validated_constants
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
     from . import Problem
@@ -649,6 +649,7 @@ class Localization:
     """
 
     requires_smooth_loss = True  # the certified V-FISTA solver (§2.5) needs a Lipschitz gradient
+    shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
     supports_pure_dp = True  # delta == 0: Laplace output perturbation, pure epsilon-DP (§2.0)
 
     step_scale: float | None = None
@@ -688,6 +689,7 @@ class EpochGrowth:
     """
 
     requires_smooth_loss = True  # the certified V-FISTA solver (§2.5) needs a Lipschitz gradient
+    shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
     supports_pure_dp = True  # delta == 0: Laplace output perturbation, pure epsilon-DP (§2.0)
 
     kappa_lower: float = DEFAULT_KAPPA_LOWER

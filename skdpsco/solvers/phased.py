@@ -53,7 +53,7 @@ import numpy as np
 
 from ..accounting import gaussian_event, gaussian_noise_multiplier
 from . import _core
-from ._core import SolverResult, iter_batches, margin_gradient, project_to_ball, projected_noisy_sgd
+from ._core import SolverResult, iter_batches, margin_gradient, project_to_ball, projected_noisy_sgd, row_order
 from .erm import certified_iterations, certified_minimize
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
@@ -439,17 +439,6 @@ def _release_phases(
     return project_to_ball(w, radius)
 
 
-def row_order(n_rows: int, order_rng: np.random.Generator, order: np.ndarray | None) -> np.ndarray:
-    """A uniformly random order, or a fixed public one (audits; the guarantee holds for every fixed
-    order, pitfall D5). Never a function of the data."""
-    if order is None:
-        return order_rng.permutation(n_rows)
-    order = np.asarray(order)
-    if order.shape != (n_rows,) or not np.array_equal(np.sort(order), np.arange(n_rows)):
-        raise ValueError(f"order must be a permutation of the {n_rows} row indices.")
-    return order
-
-
 def check_row_count(X: np.ndarray, n_rows: int) -> None:
     """Refuse rows that are not the ``n_rows`` the plan was made for."""
     if X.shape[0] != n_rows:
@@ -592,6 +581,7 @@ class PhasedSGD:
     """
 
     requires_smooth_loss = True  # 2 L eta sensitivity / certified ERM need a smooth loss
+    shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
 
     average: bool = False
     step_scale: float = 1.0
@@ -621,6 +611,7 @@ class PhasedERM:
     """
 
     requires_smooth_loss = True  # 2 L eta sensitivity / certified ERM need a smooth loss
+    shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
 
     step_scale: float = 1.0
 
@@ -647,6 +638,7 @@ class StronglyConvexPhasedSGD:
     """
 
     requires_smooth_loss = True  # 2 L eta sensitivity / certified ERM need a smooth loss
+    shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
 
     average: bool = False
 

@@ -54,7 +54,7 @@ from ..accounting import (
     epsilon_of,
     zcdp_event,
 )
-from ._core import SolverResult, iter_batches, margin_gradient, projected_noisy_sgd
+from ._core import SolverResult, iter_batches, margin_gradient, projected_noisy_sgd, row_order
 
 __all__ = ["MultiPassPNSGD", "PNSGD", "PNSGDPlan", "SkipPNSGD", "StopPNSGD"]
 
@@ -271,17 +271,6 @@ def _generators(rng: np.random.Generator) -> tuple[np.random.Generator, ...]:
     return tuple(rng.spawn(3))
 
 
-def _row_order(order, order_rng: np.random.Generator, n_samples: int) -> np.ndarray:
-    """A uniformly random permutation, or the given data-independent ``order`` (checked to be a
-    permutation: every row is used once per pass, pitfall D5)."""
-    if order is None:
-        return order_rng.permutation(n_samples)
-    order = np.asarray(order)
-    if not np.array_equal(np.sort(order), np.arange(n_samples)):
-        raise ValueError(f"order must be a permutation of range({n_samples}).")
-    return order
-
-
 def _check_plan(plan: PNSGDPlan, solver, X) -> None:
     """Refuse a plan of another algorithm (its event would not describe this run) or of another n."""
     if plan.algorithm != type(solver).__name__:
@@ -325,6 +314,7 @@ class PNSGD:
     """
 
     requires_smooth_loss = True  # contraction needs eta <= 2 / beta (FMTT Prop. 18)
+    shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
 
     def plan(self, problem) -> PNSGDPlan:
         _check_rows(problem, 1, "PNSGD")
@@ -334,7 +324,7 @@ class PNSGD:
         """Run a planned pass; ``order`` (a public permutation) replaces the random one in audits."""
         _check_plan(plan, self, X)
         order_rng, _, noise_rng = _generators(rng)
-        rows = _row_order(order, order_rng, plan.n_samples)
+        rows = row_order(plan.n_samples, order_rng, order)
         coef = _last_iterate(plan, X, y, problem, rows, noise_rng)
         info = _info(plan, n_steps=plan.n_samples, rho=plan.dp_event.rho)
         return SolverResult(coef=coef, dp_event=plan.dp_event, n_gradients=plan.n_samples, info=info)
@@ -351,6 +341,7 @@ class SkipPNSGD:
     """
 
     requires_smooth_loss = True  # contraction needs eta <= 2 / beta (FMTT Prop. 18)
+    shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
 
     def plan(self, problem) -> PNSGDPlan:
         n = _check_rows(problem, 2, "SkipPNSGD")
@@ -360,7 +351,7 @@ class SkipPNSGD:
     def run(self, plan: PNSGDPlan, X, y, problem, rng: np.random.Generator, *, order=None) -> SolverResult:
         _check_plan(plan, self, X)
         order_rng, schedule_rng, noise_rng = _generators(rng)
-        rows = _row_order(order, order_rng, plan.n_samples)
+        rows = row_order(plan.n_samples, order_rng, order)
         skipped = int(schedule_rng.integers(0, plan.n_samples // 2 + 1))
         coef = _last_iterate(plan, X, y, problem, rows[skipped:], noise_rng)
         n_steps = plan.n_samples - skipped
@@ -385,6 +376,7 @@ class StopPNSGD:
     """
 
     requires_smooth_loss = True  # contraction needs eta <= 2 / beta (FMTT Prop. 18)
+    shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
 
     def plan(self, problem) -> PNSGDPlan:
         n = _check_rows(problem, 2, "StopPNSGD")
@@ -399,7 +391,7 @@ class StopPNSGD:
     def run(self, plan: PNSGDPlan, X, y, problem, rng: np.random.Generator, *, order=None) -> SolverResult:
         _check_plan(plan, self, X)
         order_rng, schedule_rng, noise_rng = _generators(rng)
-        rows = _row_order(order, order_rng, plan.n_samples)
+        rows = row_order(plan.n_samples, order_rng, order)
         stop = int(schedule_rng.integers(1, plan.n_samples + 1))  # secret: used here only
         coef = _last_iterate(plan, X, y, problem, rows[:stop], noise_rng)
         info = _info(plan, max_steps=plan.n_samples, renyi_order=plan.dp_event.order, rdp=plan.dp_event.rdp)
@@ -421,6 +413,7 @@ class MultiPassPNSGD:
     """
 
     requires_smooth_loss = True  # contraction needs eta <= 2 / beta (FMTT Prop. 18)
+    shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
 
     epochs: int
 
@@ -435,7 +428,7 @@ class MultiPassPNSGD:
     def run(self, plan: PNSGDPlan, X, y, problem, rng: np.random.Generator, *, order=None) -> SolverResult:
         _check_plan(plan, self, X)
         order_rng, _, noise_rng = _generators(rng)
-        rows = _row_order(order, order_rng, plan.n_samples)
+        rows = row_order(plan.n_samples, order_rng, order)
         coef = _last_iterate(plan, X, y, problem, np.tile(rows, plan.epochs), noise_rng)
         n_steps = plan.epochs * plan.n_samples
         info = _info(plan, epochs=plan.epochs, n_steps=n_steps, rho=plan.dp_event.rho)
