@@ -128,6 +128,10 @@ def test_iter_batches_reads_disjoint_consecutive_blocks_in_order():
     order = np.array([9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
     blocks = [b for _, b in iter_batches(X, y, order, [2, 3, 5])]
     assert [b.tolist() for b in blocks] == [[9, 8], [7, 6, 5], [4, 3, 2, 1, 0]]
+    assert not any(np.shares_memory(b, y) for b in blocks)  # gathered: copies
+    in_sequence = list(iter_batches(X, y, np.arange(10), [2, 3, 5]))
+    assert [b.tolist() for _, b in in_sequence] == [[0, 1], [2, 3, 4], [5, 6, 7, 8, 9]]
+    assert all(np.shares_memory(a, X) and np.shares_memory(b, y) for a, b in in_sequence)  # views
 
 
 def test_projected_noisy_sgd_without_noise_is_projected_gradient_descent():

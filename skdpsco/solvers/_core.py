@@ -175,8 +175,9 @@ def gaussian_noise(rng: np.random.Generator, std, shape: tuple) -> np.ndarray:
 class RowBatches:
     """Consecutive disjoint row blocks ``X[order[start:start + B_t]]``, each row used once.
 
-    Iterating yields ``(X_batch, y_batch)`` copies, one per entry of ``batch_sizes``; the compiled
-    loop reads the same rows in place instead (no copy of ``X``).
+    Iterating yields ``(X_batch, y_batch)``, one per entry of ``batch_sizes``: views of ``X`` when
+    ``order`` is the identity (the estimators' rows, already shuffled), copies otherwise; the
+    compiled loop reads the same rows in place instead (no copy of ``X``).
     """
 
     X: np.ndarray
@@ -187,12 +188,12 @@ class RowBatches:
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         start = 0
-        whole = self.cycle and np.array_equal(self.order, np.arange(self.X.shape[0]))
+        in_sequence = np.array_equal(self.order, np.arange(self.X.shape[0]))
         for size in self.batch_sizes:
             if self.cycle and start + size > self.order.size:
                 start = 0  # the next pass over the rows (see :func:`full_batches`)
-            if whole and size == self.order.size:
-                yield self.X, self.y  # the whole dataset, in its own order: no copy
+            if in_sequence:
+                yield self.X[start : start + size], self.y[start : start + size]
             else:
                 rows = self.order[start : start + size]
                 yield self.X[rows], self.y[rows]
