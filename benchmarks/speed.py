@@ -18,7 +18,11 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 
-from skdpsco import DPLogisticRegression, PrivacyAccountant
+from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
+from skdpsco.solvers import ALGORITHMS
+
+ESTIMATORS = {cls.__name__: cls for cls in (DPLogisticRegression, DPHingeSVM, DPLpRegression)}
+"""Estimators a speed entry may name (``estimator=`` key, default ``DPLogisticRegression``)."""
 
 SPEED_ENTRIES = {
     "DPLogisticRegression [snowball]": dict(algorithm="snowball"),
@@ -60,14 +64,45 @@ def _peak_memory(fit) -> int:
         tracemalloc.stop()
 
 
+CATALOGUE_RIDGE = 1e-3
+"""``alpha`` of the catalogue entries whose algorithm needs a ridge term (``'strongly_convex'``)."""
+
+CATALOGUE_SKIP_AFTER_S = 5.0
+"""The catalogue times an entry at the next (10x larger) n only if its fit took at most this long."""
+
+
+def catalogue_entries() -> dict:
+    """Every (estimator, algorithm) of the registry, at default parameters except a small ridge
+    term where the algorithm needs one: ``python -m benchmarks.speed --catalogue``."""
+    entries = {}
+    for estimator in ESTIMATORS:
+        for algorithm in ALGORITHMS:
+            params = {"estimator": estimator, "algorithm": algorithm}
+            if algorithm == "strongly_convex":
+                params["alpha"] = CATALOGUE_RIDGE
+            entries[f"{estimator} [{algorithm}]"] = params
+    return entries
+
+
 def private_fit(params: dict, X, y, n):
-    return lambda: DPLogisticRegression(
+    """A fit of the entry's estimator (``DPLogisticRegression`` unless ``params['estimator']``) at
+    epsilon = 1, delta = min(1e-5, n**-1.1); a regression estimator gets the labels as targets."""
+    params = dict(params)
+    estimator = ESTIMATORS[params.pop("estimator", "DPLogisticRegression")]
+    target = y.astype(float) if estimator is DPLpRegression else y
+    return lambda: estimator(
         epsilon=1.0, delta=min(1e-5, n**-1.1), random_state=0, accountant=PrivacyAccountant(), **params
-    ).fit(X, y)
+    ).fit(X, target)
 
 
-def run(sizes, entries, repeats: int = 3):
-    """One record per (n, entry) with seconds, ratios to the three baselines and peak memory."""
+def run(sizes, entries, repeats: int = 3, registry=None, skip_after: float | None = None):
+    """One record per (n, entry) with seconds, ratios to the three baselines and peak memory.
+
+    ``entries`` are names in ``registry`` (default :data:`SPEED_ENTRIES`). With ``skip_after``, an
+    entry whose fit took longer than that many seconds is not timed at the larger sizes (recorded
+    as skipped)."""
+    registry = SPEED_ENTRIES if registry is None else registry
+    too_slow = {}
     records = []
     for n in sizes:
         X, y = make_data(n)
@@ -81,7 +116,10 @@ def run(sizes, entries, repeats: int = 3):
             }
         records.append({"n": n, "model": "baselines", **{f"{k}_s": v for k, v in baselines.items()}})
         for name in entries:
-            fit = private_fit(SPEED_ENTRIES[name], X, y, n)
+            if name in too_slow:
+                records.append({"n": n, "model": name, "error": f"skipped: {too_slow[name]:.1f} s at a smaller n"})
+                continue
+            fit = private_fit(registry[name], X, y, n)
             start = time.perf_counter()
             try:
                 fit()
@@ -90,6 +128,8 @@ def run(sizes, entries, repeats: int = 3):
                 continue
             first = time.perf_counter() - start
             seconds = _best_time(fit, repeats)
+            if skip_after is not None and seconds > skip_after:
+                too_slow[name] = seconds
             peak = _peak_memory(fit)
             records.append({
                 "n": n, "model": name, "first_fit_s": first, "seconds": seconds,
@@ -134,10 +174,41 @@ def table(records, slope_by_model) -> str:
             lines.append(f"| {r['n']:.0e} | baselines: SGD epoch {r['sgd_epoch_s']:.3f} s, lbfgs {r['lbfgs_s']:.3f} s, "
                          f"floor {r['floor_s']:.4f} s | | | | | | | |")
         elif "error" in r:
-            lines.append(f"| {r['n']:.0e} | {r['model']} | infeasible: {r['error']} | | | | | | |")
+            status = r["error"] if r["error"].startswith("skipped") else f"infeasible: {r['error']}"
+            lines.append(f"| {r['n']:.0e} | {r['model']} | {status} | | | | | | |")
         else:
             slope = slope_by_model.get(r["model"], float("nan"))
             lines.append(f"| {r['n']:.0e} | {r['model']} | {r['seconds']:.3f} | {r['first_fit_s']:.3f} | "
                          f"{r['vs_sgd_epoch']:.2f} | {r['vs_lbfgs']:.2f} | {r['vs_floor']:.1f} | "
                          f"{r['peak_memory_over_X']:.2f} | {slope:.2f} |")
     return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    """``python -m benchmarks.speed --catalogue``: every (estimator, algorithm) of the registry at
+    n in {10^4, 10^5, 10^6}, d = 100, one timed fit each (entries slower than
+    :data:`CATALOGUE_SKIP_AFTER_S` stop growing n); writes ``results/speed_catalogue.{md,json}``."""
+    import argparse
+    import json
+
+    from .machine import machine_info
+    from .utility import RESULTS
+
+    parser = argparse.ArgumentParser(description=main.__doc__.split("\n\n")[0])
+    parser.add_argument("--catalogue", action="store_true", required=True)
+    parser.parse_args(argv)
+    registry = catalogue_entries()
+    started = time.perf_counter()
+    records = run((10**4, 10**5, 10**6), tuple(registry), 1, registry, CATALOGUE_SKIP_AFTER_S)
+    slope_by_model = slopes(records)
+    text = table(records, slope_by_model)
+    minutes = (time.perf_counter() - started) / 60
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "speed_catalogue.md").write_text(f"{text}\n\nWall time: {minutes:.1f} min.\n")
+    (RESULTS / "speed_catalogue.json").write_text(json.dumps(
+        {"machine": machine_info(), "records": records, "slopes": slope_by_model, "minutes": minutes}, indent=1))
+    print(text, f"\nwall time {minutes:.1f} min")
+
+
+if __name__ == "__main__":
+    main()

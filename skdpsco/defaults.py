@@ -261,5 +261,14 @@ def snowball_noise_multiplier(
     """
     from .solvers.snowball import max_steps  # the batch arithmetic lives with the solver
 
-    candidates = [(kappa, max_steps(n_samples, schedule, n_params, kappa, rho)) for kappa in SNOWBALL_NOISE_MULTIPLIERS]
-    return min(candidates, key=lambda c: snowball_utility_factor(schedule, c[0], c[1]))
+    best = None  # (factor, kappa, n_steps): the first minimiser in grid order
+    for kappa in SNOWBALL_NOISE_MULTIPLIERS:
+        # T(kappa) <= n_samples and the factor decreases in T: a kappa whose factor at
+        # T = n_samples is no better than the best so far cannot win (its O(T) search is skipped)
+        if best is not None and snowball_utility_factor(schedule, kappa, n_samples) >= best[0]:
+            continue
+        n_steps = max_steps(n_samples, schedule, n_params, kappa, rho)
+        factor = snowball_utility_factor(schedule, kappa, n_steps)
+        if best is None or factor < best[0]:
+            best = (factor, kappa, n_steps)
+    return best[1], best[2]

@@ -91,13 +91,15 @@ def test_snowball_utility_factor_is_the_bound_of_fkt_thm_3_4_and_3_2(schedule, k
     assert snowball_utility_factor(schedule, kappa, T) == pytest.approx((1 + kappa**2) * log / T)
 
 
-@pytest.mark.parametrize("n, epsilon", [(400, 1.0), (10_000, 1.0), (100_000, 3.0)])
-def test_snowball_noise_multiplier_is_the_argmin_over_the_public_grid(n, epsilon):
+@pytest.mark.parametrize("schedule", ["jnn", "constant"])
+@pytest.mark.parametrize("n, epsilon", [(30, 1.0), (400, 1.0), (10_000, 1.0), (100_000, 3.0), (300_000, 0.3)])
+def test_snowball_noise_multiplier_is_the_first_argmin_over_the_public_grid(n, epsilon, schedule):
+    # the rule skips the kappas that cannot win; the answer is the argmin over the whole grid
     rho = calibrate_zcdp_rho(epsilon, DELTA)
-    factors = {k: snowball_utility_factor("jnn", k, max_steps(n, "jnn", 21, k, rho)) for k in SNOWBALL_NOISE_MULTIPLIERS}
-    kappa, n_steps = snowball_noise_multiplier(n, 21, rho, "jnn")
-    assert factors[kappa] == min(factors.values())
-    assert n_steps == max_steps(n, "jnn", 21, kappa, rho)
+    factors = [snowball_utility_factor(schedule, k, max_steps(n, schedule, 21, k, rho)) for k in SNOWBALL_NOISE_MULTIPLIERS]
+    kappa, n_steps = snowball_noise_multiplier(n, 21, rho, schedule)
+    assert kappa == SNOWBALL_NOISE_MULTIPLIERS[factors.index(min(factors))]
+    assert n_steps == max_steps(n, schedule, 21, kappa, rho)
 
 
 def test_snowball_rule_adds_noise_at_small_n_rho_and_removes_it_at_large():

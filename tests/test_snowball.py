@@ -2,6 +2,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skdpsco.accounting import amplification_by_iteration_rho, calibrate_zcdp_rho, epsilon_of
 from skdpsco.solvers._core import clip_rows, iter_batches, project_to_ball, projected_noisy_sgd
@@ -60,14 +62,20 @@ def test_constant_schedule_batches_match_fkt_theorem_3_5_closed_form():
     assert np.sum(B > np.ceil(closed - 1e-9)) <= np.sum(np.isclose(closed, np.round(closed)))
 
 
-def test_max_steps_is_the_largest_feasible():
-    rho = calibrate_zcdp_rho(1.0, 1e-5)
-    for schedule in SCHEDULES:
-        T = max_steps(2000, schedule, 21, 1.0, rho)
-        need = lambda k: privacy_batch_sizes(  # noqa: E731
-            jnn_step_multipliers(k) if schedule == "jnn" else np.ones(k), 21, 1.0, rho
-        ).sum()
-        assert need(T) <= 2000 < need(T + 1)
+@settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(1, 300_000), p=st.integers(1, 400), kappa=st.sampled_from(NOISE_MULTIPLIERS),
+    rho=st.floats(1e-4, 10.0), schedule=st.sampled_from(SCHEDULES),
+)
+def test_max_steps_is_the_largest_feasible(n, p, kappa, rho, schedule):
+    T = max_steps(n, schedule, p, kappa, rho)
+    need = lambda k: privacy_batch_sizes(  # noqa: E731
+        jnn_step_multipliers(k) if schedule == "jnn" else np.ones(k), p, kappa, rho
+    ).sum()
+    assert 0 <= T <= n
+    if T > 0:
+        assert need(T) <= n
+    assert T == n or need(T + 1) > n
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)

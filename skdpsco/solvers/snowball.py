@@ -89,35 +89,42 @@ def _rows_needed(schedule: str, n_steps: int, n_params: int, kappa: float, rho: 
 def max_steps(n_samples: int, schedule: str, n_params: int, kappa: float, rho: float) -> int:
     """Largest ``T`` whose privacy-calibrated batches fit in ``n_samples`` rows (0 if none).
 
-    The rows needed grow with ``T`` (at least one per step), so the answer is found in a bracket
-    ``rows(feasible) <= n < rows(infeasible)``, shrunk by interpolation on the rows needed
-    (nearly linear in ``T``) alternated with bisection, which bounds the count of evaluations, each
-    ``O(T)``, by twice that of bisection, and takes a handful in practice.
+    The rows needed grow with ``T`` and are at least ``T`` (one per step), so the answer lies in
+    the bracket ``rows(feasible) <= n < rows(infeasible)`` that starts as ``[1, n + 1]`` (the
+    upper end needs no evaluation). It is shrunk by interpolation on the rows needed, nearly
+    linear in ``T``, with the Illinois correction (an end kept twice in a row counts half as far
+    from the target) and a bisection after any step that did not halve the bracket, which bounds
+    the count of evaluations, each ``O(T)``, by twice that of bisection; it takes about 8 at
+    ``n = 10^6``.
     """
     def rows(n_steps: int) -> int:
         return _rows_needed(schedule, n_steps, n_params, kappa, rho)
 
     if rows(1) > n_samples:
         return 0
-    feasible, infeasible = 1, 2
-    while infeasible <= n_samples and rows(infeasible) <= n_samples:
-        feasible, infeasible = infeasible, 2 * infeasible
-    infeasible = min(infeasible, n_samples + 1)  # at least one row per step
-    rows_feasible, rows_infeasible = rows(feasible), max(rows(infeasible), n_samples + 1)
-    interpolate = True
+    target = n_samples + 0.5  # rows are integers: the answer is where they cross n + 1/2
+    feasible, rows_feasible = 1, float(rows(1))
+    infeasible, rows_infeasible = n_samples + 1, float(n_samples + 1)
+    kept, bisect = 0, False  # kept: -1 / +1 when the last step moved the feasible / infeasible end
     while infeasible - feasible > 1:
-        if interpolate:
-            slope = (rows_infeasible - rows_feasible) / (infeasible - feasible)
-            guess = feasible + int((n_samples - rows_feasible) / slope)
-            mid = min(max(guess, feasible + 1), infeasible - 1)
-        else:
+        width = infeasible - feasible
+        if bisect:
             mid = (feasible + infeasible) // 2
-        interpolate = not interpolate
+        else:
+            guess = feasible + int((target - rows_feasible) * width / (rows_infeasible - rows_feasible))
+            mid = min(max(guess, feasible + 1), infeasible - 1)
         rows_mid = rows(mid)
         if rows_mid <= n_samples:
-            feasible, rows_feasible = mid, rows_mid
+            feasible, rows_feasible = mid, float(rows_mid)
+            if kept == -1:
+                rows_infeasible = target + (rows_infeasible - target) / 2
+            kept = -1
         else:
-            infeasible, rows_infeasible = mid, rows_mid
+            infeasible, rows_infeasible = mid, float(rows_mid)
+            if kept == 1:
+                rows_feasible = target - (target - rows_feasible) / 2
+            kept = 1
+        bisect = not bisect and infeasible - feasible > width / 2
     return feasible
 
 
