@@ -140,6 +140,8 @@ def test_iter_batches_reads_disjoint_consecutive_blocks_in_order():
     in_sequence = list(iter_batches(X, y, np.arange(10), [2, 3, 5]))
     assert [b.tolist() for _, b in in_sequence] == [[0, 1], [2, 3, 4], [5, 6, 7, 8, 9]]
     assert all(np.shares_memory(a, X) and np.shares_memory(b, y) for a, b in in_sequence)  # views
+    run = [b.tolist() for _, b in iter_batches(X, y, np.arange(3, 8), [2, 3])]  # a run of rows: views too
+    assert run == [[3, 4], [5, 6, 7]]
 
 
 def test_projected_noisy_sgd_without_noise_is_projected_gradient_descent():

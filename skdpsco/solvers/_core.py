@@ -158,6 +158,16 @@ def row_order(n_rows: int, order_rng: np.random.Generator, order: np.ndarray | N
     return order
 
 
+def order_and_noise_rng(X: np.ndarray, n_rows: int, rng: np.random.Generator, order: np.ndarray | None):
+    """The start of every solver run that reads the rows in an order: refuse rows that are not the
+    ``n_rows`` the plan was made for, split ``rng`` into independent children for the order and
+    the noise (pitfall D16), and return ``(row_order(n_rows, order_rng, order), noise_rng)``."""
+    if X.shape[0] != n_rows:
+        raise ValueError(f"The plan is for {n_rows} rows; got {X.shape[0]}.")
+    order_rng, noise_rng = rng.spawn(2)
+    return row_order(n_rows, order_rng, order), noise_rng
+
+
 def gaussian_noise(rng: np.random.Generator, std, shape: tuple) -> np.ndarray:
     """The one place privacy noise is drawn: ``N(0, std**2)`` in float64.
 
@@ -176,7 +186,8 @@ class RowBatches:
     """Consecutive disjoint row blocks ``X[order[start:start + B_t]]``, each row used once.
 
     Iterating yields ``(X_batch, y_batch)``, one per entry of ``batch_sizes``: views of ``X`` when
-    ``order`` is the identity (the estimators' rows, already shuffled), copies otherwise; the
+    ``order`` is a run of consecutive rows (the estimators' rows are already shuffled), copies
+    otherwise; the
     compiled loop reads the same rows in place instead (no copy of ``X``).
     """
 
@@ -188,15 +199,13 @@ class RowBatches:
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         start = 0
-        in_sequence = np.array_equal(self.order, np.arange(self.X.shape[0]))
+        first = int(self.order[0]) if self.order.size else 0
+        in_sequence = np.array_equal(self.order, np.arange(first, first + self.order.size))
         for size in self.batch_sizes:
             if self.cycle and start + size > self.order.size:
                 start = 0  # the next pass over the rows (see :func:`full_batches`)
-            if in_sequence:
-                yield self.X[start : start + size], self.y[start : start + size]
-            else:
-                rows = self.order[start : start + size]
-                yield self.X[rows], self.y[rows]
+            rows = slice(first + start, first + start + size) if in_sequence else self.order[start : start + size]
+            yield self.X[rows], self.y[rows]
             start += size
 
 

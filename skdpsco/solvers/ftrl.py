@@ -152,7 +152,7 @@ from scipy.special import gammaln
 from ..accounting import gaussian_event, gaussian_noise_multiplier
 from ..geometry import CONSTRAINTS, dual_exponent, ftrl_step
 from . import _core
-from ._core import SolverResult, clip_rows, iter_batches, margin_gradient, projected_noisy_sgd, row_order
+from ._core import SolverResult, clip_rows, iter_batches, margin_gradient, order_and_noise_rng, projected_noisy_sgd
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
     from . import Problem
@@ -473,14 +473,12 @@ def run_ftrl(
     """Run planned Private FTRL over rows already clipped to the public bound, ``plan.batch_sizes[t]``
     rows at step ``t``, each row read once.
 
-    ``X`` is anything with ``shape`` whose ``X[rows]`` is a dense row block (an ndarray, or a lazy
+    ``X`` is anything with ``shape`` whose ``X[rows]`` (``rows`` an index array, or a slice when
+    the order is a run of consecutive rows) is a dense row block (an ndarray, or a lazy
     row reader for data that does not fit in memory).
     """
     n = plan.n_samples
-    if X.shape[0] != n:
-        raise ValueError(f"The plan is for {n} rows; got {X.shape[0]}.")
-    order_rng, noise_rng = rng.spawn(2)
-    rows = row_order(n, order_rng, order)
+    rows, noise_rng = order_and_noise_rng(X, n, rng, order)
     gradient = clipped_gradient(problem.loss, plan.clip_norm, float(problem.l2_penalty))
     batches = iter_batches(X, y, rows, plan.batch_sizes)
     shape = tuple(problem.coef_shape)

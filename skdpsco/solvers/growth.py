@@ -108,9 +108,9 @@ import numpy as np
 
 from ..accounting import gaussian_event, gaussian_noise_multiplier, pure_dp_event
 from . import _core
-from ._core import SolverResult, iter_batches, margin_gradient, project_to_ball, row_order
+from ._core import SolverResult, iter_batches, margin_gradient, order_and_noise_rng, project_to_ball
 from .erm import certified_iterations, certified_minimize
-from .phased import check_row_count, check_step_scale, freeze_arrays, validated_constants
+from .phased import check_step_scale, freeze_arrays, validated_constants
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
     from . import Problem
@@ -571,9 +571,7 @@ def run_localization(
     order: np.ndarray | None = None,
 ) -> SolverResult:
     """Run planned Algorithm 1 from ``w_0 = 0`` on rows already clipped to the public bound."""
-    check_row_count(X, plan.n_samples)
-    order_rng, noise_rng = rng.spawn(2)  # the noise is independent of the order
-    rows = row_order(X.shape[0], order_rng, order)
+    rows, noise_rng = order_and_noise_rng(X, plan.n_samples, rng, order)
     radius = float(problem.radius)
     coef = _run_phases(
         plan, X, y, rows, np.zeros(problem.coef_shape), lambda w: project_to_ball(w, radius), problem, noise_rng
@@ -591,9 +589,7 @@ def run_epoch_growth(
     order: np.ndarray | None = None,
 ) -> SolverResult:
     """Run planned Algorithm 2: epoch ``i`` is Algorithm 1 on ``X ∩ B(x_i, D_i)`` from ``x_i``."""
-    check_row_count(X, plan.n_samples)
-    order_rng, noise_rng = rng.spawn(2)
-    rows = row_order(X.shape[0], order_rng, order)
+    rows, noise_rng = order_and_noise_rng(X, plan.n_samples, rng, order)
     radius = float(problem.radius)
     x = np.zeros(problem.coef_shape)
     start = 0

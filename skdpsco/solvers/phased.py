@@ -53,7 +53,7 @@ import numpy as np
 
 from ..accounting import gaussian_event, gaussian_noise_multiplier
 from . import _core
-from ._core import SolverResult, iter_batches, margin_gradient, project_to_ball, projected_noisy_sgd, row_order
+from ._core import SolverResult, iter_batches, margin_gradient, order_and_noise_rng, project_to_ball, projected_noisy_sgd
 from .erm import certified_iterations, certified_minimize
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
@@ -439,12 +439,6 @@ def _release_phases(
     return project_to_ball(w, radius)
 
 
-def check_row_count(X: np.ndarray, n_rows: int) -> None:
-    """Refuse rows that are not the ``n_rows`` the plan was made for."""
-    if X.shape[0] != n_rows:
-        raise ValueError(f"The plan is for {n_rows} rows; got {X.shape[0]}.")
-
-
 def _sgd_solver(plan: PhasedPlan, gradient, radius: float, noise_rng: np.random.Generator) -> PhaseSolver:
     """One pass of plain projected SGD per phase, batch 1, no gradient noise (§A6), via the shared core."""
 
@@ -473,9 +467,7 @@ def run_phased_sgd(
     order: np.ndarray | None = None,
 ) -> SolverResult:
     """Run planned Phased-SGD on rows already clipped to the public bound; start at ``w_0 = 0``."""
-    check_row_count(X, plan.n_samples)
-    order_rng, noise_rng = rng.spawn(2)  # pitfall D16: the noise is independent of the order
-    order = row_order(X.shape[0], order_rng, order)
+    order, noise_rng = order_and_noise_rng(X, plan.n_samples, rng, order)
     radius = float(problem.radius)
     solve = _sgd_solver(plan, margin_gradient(problem.loss, problem.l2_penalty), radius, noise_rng)
     coef = _release_phases(
@@ -495,9 +487,7 @@ def run_phased_erm(
 ) -> SolverResult:
     """Run planned Phased-ERM (§A7) with the certified deterministic solver of :mod:`.erm`."""
     phases = plan.phases
-    check_row_count(X, phases.n_samples)
-    order_rng, noise_rng = rng.spawn(2)
-    order = row_order(X.shape[0], order_rng, order)
+    order, noise_rng = order_and_noise_rng(X, phases.n_samples, rng, order)
     radius = float(problem.radius)
     loss_gradient = margin_gradient(problem.loss, problem.l2_penalty)
 
@@ -533,9 +523,7 @@ def run_strongly_convex(
     order: np.ndarray | None = None,
 ) -> SolverResult:
     """Run the §A8a epochs: Phased-SGD on consecutive disjoint row ranges, each from the last output."""
-    check_row_count(X, plan.n_samples)
-    order_rng, noise_rng = rng.spawn(2)
-    order = row_order(X.shape[0], order_rng, order)
+    order, noise_rng = order_and_noise_rng(X, plan.n_samples, rng, order)
     radius = float(problem.radius)
     gradient = margin_gradient(problem.loss, problem.l2_penalty)
     w = np.zeros(problem.coef_shape)
