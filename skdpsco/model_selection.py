@@ -223,7 +223,8 @@ class _Planned(Exception):
 
 class _PlanningAccountant(PrivacyAccountant):
     """Stops a fit at its charge, which every skdpsco estimator makes from public quantities
-    before reading the rows, and reports the event instead of recording it."""
+    before a solver reads the rows (only validation and the per-row clipping come first), and
+    reports the event instead of recording it."""
 
     def charge(self, event, **kwargs):
         raise _Planned(event)

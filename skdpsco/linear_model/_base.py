@@ -1,8 +1,10 @@
 """Shared machinery of the private linear estimators.
 
-Data flows one way (``DESIGN.md``, "Layout"): validate and clip -> loss constants from the public
-bounds -> pick and plan a solver from public quantities -> charge the accountant (before the
-rows are read) -> run the solver -> store the released model. Estimators never compute noise.
+Data flows one way (``DESIGN.md``, "Layout"): validate and clip (one copy of the rows, in a
+uniformly random order, which also refuses NaN and infinity) -> loss constants from the public
+bounds -> pick and plan a solver from public quantities -> charge the accountant (before any
+solver reads the rows) -> run the solver -> store the released model. Estimators never compute
+noise.
 """
 
 from __future__ import annotations
