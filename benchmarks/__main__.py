@@ -1,5 +1,5 @@
-"""``python -m benchmarks quick`` (about 3 minutes on 2 cores) or ``python -m benchmarks full`` (about 50 minutes,
-estimated from its parts: ``benchmarks/results/full_summary.md``).
+"""``python -m benchmarks quick`` (about 3 minutes on 2 cores) or ``python -m benchmarks full`` (30 minutes on
+2 cores, timed in one run: ``benchmarks/results/full_summary.md``).
 
 Runs the speed, utility and rates benchmarks and writes, under ``benchmarks/results/``: one markdown
 table and one JSON file per benchmark (and per utility dataset), PNG plots when matplotlib is

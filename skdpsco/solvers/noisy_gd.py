@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -91,8 +90,6 @@ released (tail averaging; Polyak–Juditsky, Jain et al. 2018): it damps the pri
 last iterate carries. Validated with the rule of :mod:`skdpsco.defaults` on its validation family
 (:data:`skdpsco.defaults.CURVATURE_FRACTION`): mean excess test log-loss 0.0129 against 0.0135
 for the last iterate."""
-
-_zcdp_budget = lru_cache(maxsize=256)(calibrate_zcdp_rho)
 
 
 def composition_sensitivity(lipschitz: float, n_samples: int, n_steps: int) -> float:
@@ -183,7 +180,7 @@ def plan_noisy_gd(problem: Problem, n_steps: int | None = None, step: float | No
     coefficient, burn_in = last_iterate_rho_coefficient(lipschitz, n, n_steps, step, radius)
     if step > 2.0 / smoothness:  # no contraction: the last-iterate analysis does not apply
         coefficient, burn_in = math.inf, 0
-    last_iterate_noise = math.sqrt(coefficient / _zcdp_budget(epsilon, delta))
+    last_iterate_noise = math.sqrt(coefficient / calibrate_zcdp_rho(epsilon, delta))
     noise_std = min(composition_noise, last_iterate_noise) * _NOISE_SAFETY
     events = {"composition": gaussian_event(noise_std, composition_sensitivity(lipschitz, n, n_steps))}
     if burn_in:

@@ -61,9 +61,6 @@ __all__ = ["MultiPassPNSGD", "PNSGD", "PNSGDPlan", "SkipPNSGD", "StopPNSGD"]
 STOP_RENYI_ORDERS = tuple(1.0 + np.geomspace(2e-2, 1e4, 241))
 """Public grid of Renyi orders ``alpha`` searched by Stop-PNSGD's calibration (§B4)."""
 
-_zcdp_budget = lru_cache(maxsize=256)(calibrate_zcdp_rho)
-"""``calibrate_zcdp_rho``, cached: plans are made once per fit, often for the same target."""
-
 _NOISE_SAFETY = 1.0 + 1e-12
 """Relative round-up of a noise level computed in closed form, so that floating-point error in
 ``rho(sigma)`` never crosses the calibrated target (cf. pitfall D7)."""
@@ -254,7 +251,7 @@ def _plan_zcdp(algorithm: str, problem, epochs: int, utility_steps: float) -> PN
             return pnsgd_rho(lipschitz, step, noise_std, n)
         return multipass_rho(lipschitz, noise_std, n, epochs)
 
-    rho_target = _zcdp_budget(float(problem.epsilon), float(problem.delta))
+    rho_target = calibrate_zcdp_rho(float(problem.epsilon), float(problem.delta))
     noise_std = math.sqrt(rho_of(1.0, 1.0) / rho_target) * _NOISE_SAFETY
     step = constant_step(problem.radius, lipschitz, smoothness, problem.n_params, noise_std, utility_steps)
     rho = rho_of(step, noise_std)
