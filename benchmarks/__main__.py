@@ -75,12 +75,14 @@ def main(argv=None) -> None:
     summary += ["## Rates under kappa-growth ('epoch_growth', kappa-power regression, epsilon = 1)", "",
                 growth_table, ""]
 
-    summary += ["## Utility at epsilon = 1 (all epsilons in utility_*.md)", ""]
+    # the full run's tables are utility_<name>.*; the quick run's do not overwrite them
+    suffix = "" if args.mode == "full" else f"_{args.mode}"
+    summary += [f"## Utility at epsilon = 1 (all epsilons in utility_*{suffix}.md)", ""]
     for name in config["utility_datasets"]:
         dataset = utility.DATASETS[name]
         records = utility.run(dataset, utility.EPSILONS, config["algorithms"], config["seeds"])
-        table = utility.write(name, records, dataset.task, config["seeds"])
-        utility.plot(name, records, dataset.task)
+        table = utility.write(name, records, dataset.task, config["seeds"], suffix)
+        utility.plot(name, records, dataset.task, suffix)
         print(f"\n### {name}\n\n{table}", flush=True)
         summary += [f"### {name} ({dataset.task}, {config['seeds']} seeds)", "", _epsilon_one_rows(table), ""]
 

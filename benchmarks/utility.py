@@ -283,18 +283,20 @@ def summarise(records, task):
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
 
 
-def write(name, records, task, seeds):
-    """Markdown table and raw JSON under ``benchmarks/results/``; returns the table."""
+def write(name, records, task, seeds, suffix=""):
+    """Markdown table and raw JSON under ``benchmarks/results/`` (``utility_{name}{suffix}``);
+    returns the table."""
     table = summarise(records, task)
     RESULTS.mkdir(exist_ok=True)
-    stem = RESULTS / f"utility_{name}"
+    stem = RESULTS / f"utility_{name}{suffix}"
     stem.with_suffix(".md").write_text(f"### {name} ({task}, {seeds} seeds)\n\n{table}\n")
     stem.with_suffix(".json").write_text(json.dumps(records, indent=1))
     return table
 
 
-def plot(name, records, task):
-    """Privacy-utility curve (metric against epsilon, one line per private model) as PNG."""
+def plot(name, records, task, suffix=""):
+    """Privacy-utility curve (metric against epsilon, one line per private model) as PNG
+    (``utility_{name}{suffix}.png``)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -315,7 +317,7 @@ def plot(name, records, task):
     ax.set_ylabel(metric)
     ax.set_title(name)
     ax.legend(fontsize=6)
-    path = RESULTS / f"utility_{name}.png"
+    path = RESULTS / f"utility_{name}{suffix}.png"
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
