@@ -189,8 +189,7 @@ class RowBatches:
 
     Iterating yields ``(X_batch, y_batch)``, one per entry of ``batch_sizes``: views of ``X`` when
     ``order`` is a run of consecutive rows (the estimators' rows are already shuffled), copies
-    otherwise; the
-    compiled loop reads the same rows in place instead (no copy of ``X``).
+    otherwise; the compiled loop reads the same rows in place instead (no copy of ``X``).
     """
 
     X: np.ndarray
