@@ -1,7 +1,10 @@
-"""The speed harness of ``benchmarks/speed.py``: its registries, skip rule, slopes and table."""
+"""The benchmark harnesses: ``benchmarks/speed.py`` (registries, skip rule, slopes, table) and
+``benchmarks/real.py`` (goal verdicts, loaders, the written tables)."""
 
+import json
 import math
 
+import numpy as np
 import pytest
 
 from benchmarks import speed
@@ -44,3 +47,66 @@ def test_default_mode_times_the_best_of_repeats_after_a_cold_fit():
     (baselines, row) = speed.run((2000,), ("fast",), 2, registry)
     assert baselines["model"] == "baselines" and row["model"] == "fast"
     assert 0 < row["seconds"] and 0 < row["first_fit_s"] and row["peak_memory_over_X"] > 1.0
+
+
+# -- the real-data harness (benchmarks/real.py) ------------------------------------------------------
+def test_real_goal_verdicts_follow_the_thresholds():
+    from benchmarks import real
+
+    assert real.passes("binary", 1.0, 0.029) and not real.passes("binary", 1.0, 0.031)
+    assert real.passes("multiclass", 3.0, 0.009) and not real.passes("multiclass", 3.0, 0.011)
+    assert real.passes("regression", 1.0, 1.29) and not real.passes("regression", 3.0, 1.11)
+    assert real.passes("binary", 0.3, 0.0) is None and real.passes("binary", 1.0, math.nan) is None
+    assert real.gap("binary", 0.90, 0.95) == pytest.approx(0.05)
+    assert real.gap("regression", 0.26, 0.2) == pytest.approx(1.3)
+    assert real.beats("binary", 0.8, 0.7) and not real.beats("regression", 0.8, 0.7)
+    assert real.beats("regression", 0.5, math.nan) is None
+
+
+def test_real_loaders_are_public_maps_with_targets_within_the_default_bound():
+    pytest.importorskip("statsmodels")
+    from benchmarks import real
+
+    assert not set(real.DATASETS) & set(real.VALIDATION)
+    for dataset in (real.DATASETS["fair"], real.DATASETS["randhie"], real.DATASETS["diabetes"]):
+        X, y = dataset.load()
+        assert X.dtype == float and np.isfinite(X).all() and len(X) == len(y)
+        if dataset.task == "regression":  # the public target bound keeps y where y_bound = 1 does not clip
+            assert np.abs(y).max() <= 1.0
+        else:
+            assert set(np.unique(y)) <= set(dataset.classes)
+    X, _ = real.DATASETS["fair"].load()
+    occupation = X[:, len(real.FAIR_NUMERIC):len(real.FAIR_NUMERIC) + len(real.FAIR_OCCUPATION_CODES)]
+    assert set(np.unique(occupation)) == {0.0, 1.0} and occupation.sum(axis=1).max() == 1.0
+
+
+def test_real_harness_writes_the_goal_table_and_one_table_per_dataset(tmp_path):
+    from benchmarks import real
+
+    names = ["breast_cancer", "wine", "diabetes"]  # binary, multi-class, regression: scikit-learn's, so CI runs it
+    try:
+        import statsmodels  # noqa: F401  (a benchmark-only dependency: its sets join when installed)
+        names.append("anes96")
+    except ImportError:
+        pass
+    real.main(["--datasets", *names, "--epsilons", "1", "3", "--seeds", "2", "--out-dir", str(tmp_path)])
+    text = (tmp_path / "real_full.md").read_text()
+    saved = json.loads((tmp_path / "real_full.json").read_text())
+    goal_lines = [line for line in text.splitlines() if line.startswith("| ") and line.split("|")[2].strip() in
+                  real.ROW_SETS and line.split("|")[1].strip() in names]
+    assert len(goal_lines) == len(names) * len(real.ROW_SETS)
+    assert "| dataset | rows | metric | reference (raw) | defaults ε=1 | gap ε=1 | pass ε=1 |" in text
+    for name in names:
+        assert f"### {name} (" in text
+    peer = real.PEER in {e.name for e in real.ENTRIES}
+    for row in saved["goal"]:
+        records = [r for r in saved["records"] if r["dataset"] == row["dataset"]]
+        ours = np.mean([r[row["metric"]] for r in records if r["model"] == real.OURS and r["rows"] == row["rows"]
+                        and r["epsilon"] == 1.0])
+        reference = np.mean([r[row["metric"]] for r in records if r["model"] == real.REFERENCE and r["rows"] == "raw"])
+        assert row["gap"]["1.0"] == pytest.approx(real.gap(row["task"], ours, reference))
+        assert row["passes"]["1.0"] == real.passes(row["task"], 1.0, row["gap"]["1.0"])
+        assert (row["beats_peer"]["3.0"] is not None) == peer
+    entries_per_rows = {(r["dataset"], r["rows"], r["model"]) for r in saved["records"]}
+    assert len(entries_per_rows) == len(names) * len(real.ROW_SETS) * len(real.ENTRIES)
+    assert {r["seed"] for r in saved["records"]} == {0, 1}
