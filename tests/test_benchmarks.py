@@ -95,7 +95,7 @@ def test_real_harness_writes_the_goal_table_and_one_table_per_dataset(tmp_path):
     goal_lines = [line for line in text.splitlines() if line.startswith("| ") and line.split("|")[2].strip() in
                   real.ROW_SETS and line.split("|")[1].strip() in names]
     assert len(goal_lines) == len(names) * len(real.ROW_SETS)
-    assert "| dataset | rows | metric | reference (raw) | defaults ε=1 | gap ε=1 | pass ε=1 |" in text
+    assert "| dataset | rows | metric | reference (raw) | trivial's gap | defaults ε=1 | gap ε=1 | pass ε=1 |" in text
     for name in names:
         assert f"### {name} (" in text
     peer = real.PEER in {e.name for e in real.ENTRIES}
@@ -106,6 +106,8 @@ def test_real_harness_writes_the_goal_table_and_one_table_per_dataset(tmp_path):
         reference = np.mean([r[row["metric"]] for r in records if r["model"] == real.REFERENCE and r["rows"] == "raw"])
         assert row["gap"]["1.0"] == pytest.approx(real.gap(row["task"], ours, reference))
         assert row["passes"]["1.0"] == real.passes(row["task"], 1.0, row["gap"]["1.0"])
+        trivial = np.mean([r[row["metric"]] for r in records if r["model"] == real.TRIVIAL and r["rows"] == "raw"])
+        assert row["trivial_gap"] == pytest.approx(real.gap(row["task"], trivial, reference))
         assert (row["beats_peer"]["3.0"] is not None) == peer
     entries_per_rows = {(r["dataset"], r["rows"], r["model"]) for r in saved["records"]}
     assert len(entries_per_rows) == len(names) * len(real.ROW_SETS) * len(real.ENTRIES)
