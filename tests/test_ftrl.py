@@ -26,7 +26,7 @@ from skdpsco.accounting import (
     gaussian_event,
     zcdp_event,
 )
-from skdpsco.audit import audit_mechanism, epsilon_lower_bound
+from skdpsco.audit import epsilon_lower_bound
 from skdpsco.losses import HingeLoss, LogisticLoss, LossConstants, MultinomialLogisticLoss
 from skdpsco.solvers import Problem
 from skdpsco.solvers._core import iter_batches, margin_gradient, projected_noisy_sgd
@@ -41,6 +41,7 @@ from skdpsco.solvers.ftrl import (
     gaussian_absolute_moment,
     noisy_gradient_bound,
 )
+from _audits import audit_params, check_audit
 
 DELTA = 1e-5
 
@@ -469,30 +470,6 @@ def test_batched_gradient_is_the_mean_of_the_rows_clipped_gradients(loss, shape)
     np.testing.assert_allclose(clipped_gradient(loss, C, 0.3)(w, X, y), np.mean(rows, axis=0) + 0.3 * w, rtol=1e-12)
 
 
-def test_audit_of_a_batched_step_respects_the_claim_and_catches_noise_scaled_to_the_batch(monkeypatch):
-    # n = 4 rows in one step of b = 4 (hinge, x = 1, C = 0.5): three rows y = +1, the fourth +1 or -1.
-    # The step releases step(-eta (sum of the 4 clipped gradients + xi) / 4): the sum differs by 2C, the
-    # noise on it is sigma, so the claim holds. The mistake of giving the *sum* only sigma / b of noise
-    # (the noise of the mean taken for the noise of the sum) is caught by the same audit.
-    epsilon, trials = 1.0, 2000
-    solver = PrivateFTRL("l2", clip_norm=0.5, batch_size=4)
-    prob = problem(4, 1, loss=HingeLoss(), radius=50.0, epsilon=epsilon)
-    plan = solver.plan(prob)
-    assert plan.n_steps == 1 and plan.dp_event == PrivateFTRL("l2", clip_norm=0.5, batch_size=1).plan(prob).dp_event
-
-    def run(label, seed):
-        y = np.array([1.0, 1.0, 1.0, label])
-        return solver.run(plan, np.ones((4, 1)), y, prob, np.random.default_rng(seed), order=np.arange(4)).coef[0]
-
-    honest = audit_mechanism(run, 1.0, -1.0, n_trials=trials, delta=DELTA, random_state=0)
-    monkeypatch.setattr(type(plan), "noise_stds", property(lambda self: self.noise_std / self.batch_sizes**2))
-    wrong = audit_mechanism(run, 1.0, -1.0, n_trials=trials, delta=DELTA, random_state=0)
-    print(f"\nbatched step: claimed {epsilon}, audit {honest.epsilon_lower_bound:.3f}; "
-          f"noise / b on the sum: {wrong.epsilon_lower_bound:.3f}")
-    assert honest.epsilon_lower_bound <= epsilon
-    assert wrong.violates(epsilon)
-
-
 def test_batches_fix_the_l1_geometry_on_a_sparse_problem():
     # The reason the l1 ball lost (module docstring "Batches"): with b = 1 the dual state carries noise
     # sigma sqrt(n) against n times the mean gradient. d = 1000, n = 4000, epsilon = 3, one seed, the
@@ -734,44 +711,13 @@ def test_lemma_c1_is_false_at_q_2():
 # == statistical privacy audit ========================================================================
 
 
-def worst_case_run(solver, epsilon):
-    """One row (n = 1: nothing but its own step's noise hides it), hinge loss, x = 1 and the labels +-1:
-    the loss gradients -+1 are clipped to -+C, a replace-one difference of exactly 2C, and the release
-    w_2 = step(-eta_2 (g + xi)) is the calibrated Gaussian mechanism itself (up to the ball)."""
-    prob = problem(1, 1, loss=HingeLoss(), radius=50.0, epsilon=epsilon)
-    plan = solver.plan(prob)
-
-    def run(dataset, seed):
-        return solver.run(plan, np.ones((1, 1)), np.array([dataset]), prob, np.random.default_rng(seed)).coef[0]
-
-    return run
-
-
-def test_audit_respects_the_claim_and_catches_weakened_noise(weaken_noise):
-    # ``weaken_noise`` (tests/conftest.py) divides every draw of _core.gaussian_noise. The lazy mirror-descent loop (l_p potential, anytime steps); the R^d case runs the shared core,
-    # audited in the slow test below.
-    solver, epsilon, trials = PrivateFTRL("lp", p=1.5, clip_norm=0.5, schedule="anytime"), 1.0, 2000
-    run = worst_case_run(solver, epsilon)
-    honest = audit_mechanism(run, 1.0, -1.0, n_trials=trials, delta=DELTA, random_state=0)
-    weaken_noise(4.0)
-    weakened = audit_mechanism(run, 1.0, -1.0, n_trials=trials, delta=DELTA, random_state=0)
-    print(f"\n{solver}: claimed {epsilon}, audit lower bound {honest.epsilon_lower_bound:.3f}, "
-          f"with noise / 4: {weakened.epsilon_lower_bound:.3f}")
-    assert honest.epsilon_lower_bound <= epsilon
-    assert weakened.violates(epsilon)
-
-
-@pytest.mark.slow
-def test_audit_of_the_noisy_sgd_case_with_many_trials_catches_halved_noise(weaken_noise):
-    epsilon, trials = 4.0, 50_000
-    run = worst_case_run(PrivateFTRL(None, clip_norm=0.5), epsilon)
-    honest = audit_mechanism(run, 1.0, -1.0, n_trials=trials, delta=DELTA, random_state=1, n_jobs=2)
-    print(f"\nclaimed {epsilon}: audit lower bound {honest.epsilon_lower_bound:.3f}")
-    assert honest.epsilon_lower_bound <= epsilon
-    weaken_noise(2.0)
-    weakened = audit_mechanism(run, 1.0, -1.0, n_trials=trials, delta=DELTA, random_state=1)
-    print(f"noise / 2: audit lower bound {weakened.epsilon_lower_bound:.3f}")
-    assert weakened.violates(epsilon)
+@pytest.mark.parametrize("name", audit_params("ftrl_sgd", "ftrl_lp", "ftrl_batch"))
+def test_audit_respects_the_claim_and_catches_the_weakened_noise(name):
+    # benchmarks/audits.py: hinge loss, x = 1, a label flip: the clipped gradients differ by exactly
+    # 2C and the release is the calibrated Gaussian mechanism itself: the R^d case (the shared core),
+    # the lazy l_p mirror-descent loop, and one batch of 4 rows (the noise of the *sum*: the mistake
+    # of giving it the noise of the mean, b = 4 times too little, is caught a fortiori).
+    check_audit(name)
 
 
 # == utility ==========================================================================================

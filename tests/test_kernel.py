@@ -22,8 +22,8 @@ from skdpsco.losses import (
 )
 from skdpsco.smoothing import smooth
 from skdpsco.solvers import _kernel
-from skdpsco.solvers.snowball import MIN_NOISY_STEPS, NOISE_EVERY, noise_every, plan_snowball
-from test_privacy_audit import DELTA, audit_sound_and_powerful, snowball_neighbours
+from skdpsco.solvers.snowball import MIN_NOISY_STEPS, noise_every
+from _audits import audit_params, check_audit
 
 BINARY = [LogisticLoss(), HingeLoss(), SquaredHingeLoss(), QHingeLoss(1.5), smooth(HingeLoss(), 0.3)]
 REGRESSION = [PowerLoss(1.0), PowerLoss(1.5), PowerLoss(2.0), HuberLoss(0.5), smooth(PowerLoss(1.0), 0.2)]
@@ -166,35 +166,11 @@ def test_pooled_noise_is_exactly_as_private_at_the_start_of_a_block():
         core.pool_noise(steps, stds, 0)
 
 
-def pooled_snowball_run(n, epsilon, every, loss=LogisticLoss()):
-    """Snowball's schedule with pooled noise, on the shared core (the kernel path), rows in a fixed
-    order with the differing row first: the start of the first block."""
-    constants = loss.constants(1.0, 10.0)
-    plan = plan_snowball(n, 1, constants.lipschitz, constants.smoothness, 10.0, epsilon, DELTA, "jnn")
-    stds = core.pool_noise(plan.steps, np.full(plan.n_steps, plan.noise_std), every)
-    assert stds[0] == 0.0 or every == 1
-
-    def run(dataset, seed):
-        X, y = dataset
-        batches = core.iter_batches(X, y, np.arange(n), plan.batch_sizes)
-        return core.projected_noisy_sgd(
-            core.margin_gradient(loss), batches, plan.steps, stds, np.zeros(1), 10.0, np.random.default_rng(seed)
-        )[0]
-
-    return run
-
-
-@pytest.mark.parametrize("n, every", [(60, 4), (200, NOISE_EVERY)])
-def test_pooled_snowball_audit_respects_the_claim_and_catches_weakened_noise(weaken_noise, n, every):
-    # Snowball's own rule: 14 steps at n = 60 keep blocks of 4, 86 steps at n = 200 take the longest.
-    epsilon = 1.0
-    constants = LogisticLoss().constants(1.0, 10.0)
-    plan = plan_snowball(n, 1, constants.lipschitz, constants.smoothness, 10.0, epsilon, DELTA, "jnn")
-    assert noise_every(plan.n_steps) == every
-    audit_sound_and_powerful(
-        pooled_snowball_run(n, epsilon, every), snowball_neighbours(n), epsilon, weaken_noise, 16.0, 4000, 1,
-        f"pooled-noise solver audit (n={n}, noise every {every} steps)",
-    )
+@pytest.mark.parametrize("name", audit_params("snowball_pooled"))
+def test_pooled_snowball_audit_respects_the_claim_and_catches_halved_noise(name):
+    # benchmarks/audits.py: Snowball's own run on the compiled kernel, 20 steps with the noise pooled
+    # every 6 (noise_every), the differing row at the start of the first block.
+    check_audit(name)
 
 
 @pytest.mark.parametrize("n_steps, every", [(1, 1), (2, 1), (3, 1), (12, 4), (47, 15), (48, 16), (10**6, 16)])

@@ -15,12 +15,12 @@ from skdpsco.accounting import (
     gaussian_event,
     gaussian_noise_multiplier,
 )
-from skdpsco.audit import audit_mechanism
 from skdpsco.losses import HingeLoss, LogisticLoss
 from skdpsco.smoothing import smooth
 from skdpsco.solvers import Problem
 from skdpsco.solvers._core import clip_rows
 from skdpsco.solvers.noisy_gd import NoisyGD, composition_sensitivity, last_iterate_rho_coefficient
+from _audits import audit_params, check_audit
 
 DELTA = 1e-5
 
@@ -126,54 +126,13 @@ def test_default_schedule_comes_from_the_defaults_rule():
 # -- audits: each analysis on its worst case, with the power check -------------------------------------
 
 
-def two_row_neighbours():
-    """Row 0 at the row bound with a flipped label, row 1 at zero (no gradient). With the smoothed
-    hinge and radius 0.5 every margin is 10 widths inside the hinge, so the differing row's gradient
-    is constant on the ball: every step shifts the two runs apart by exactly eta 2L/n."""
-    X = np.array([[1.0], [0.0]])
-    return (X, np.array([1.0, 1.0])), (X, np.array([-1.0, 1.0]))
-
-
-def audit_run(n_steps, step, epsilon):
-    loss = smooth(HingeLoss(), 0.05)
-    problem = make_problem(loss, 2, 1, epsilon=epsilon, radius=0.5, data_norm=1.0)
-    # The last iterate: in this example it carries the whole shift of the trajectory (the sum of
-    # the increments), the strongest statistic; the default tail average is post-processing.
-    solver = NoisyGD(n_steps=n_steps, step=step, tail_fraction=0.0)
-    plan = solver.plan(problem)
-
-    def run(dataset, seed):
-        X, y = dataset
-        return solver.run(plan, X, y, problem, np.random.default_rng(seed)).coef[0]
-
-    return plan, run
-
-
-def audit_sound_and_powerful(run, epsilon, weaken, factor, n_trials, seed):
-    D0, D1 = two_row_neighbours()
-    honest = audit_mechanism(run, D0, D1, n_trials=n_trials, delta=DELTA, random_state=seed)
-    assert honest.epsilon_lower_bound <= epsilon, honest
-    weaken(factor)
-    weakened = audit_mechanism(run, D0, D1, n_trials=n_trials, delta=DELTA, random_state=seed)
-    print(f"\nclaimed {epsilon}: audit {honest.epsilon_lower_bound:.3f}; noise / {factor:g}: {weakened.epsilon_lower_bound:.3f}")
-    assert weakened.violates(epsilon), weakened
-
-
-def test_composition_audit_respects_the_claim_and_catches_weakened_noise(weaken_noise):
-    # Few small steps: the runs stay inside the ball, so the release is the Gaussian of the claim.
-    plan, run = audit_run(n_steps=4, step=0.01, epsilon=1.0)
-    assert plan.analysis == "composition"
-    audit_sound_and_powerful(run, 1.0, weaken_noise, 6.0, 1500, 11)
-
-
-def test_last_iterate_audit_respects_the_claim_and_catches_weakened_noise(weaken_noise):
-    # Twenty steps, each able to cross the ball: only the last-iterate analysis certifies epsilon = 1
-    # here (k = 1; the composition of 20 steps would need sqrt(5) times more noise). Its worst
-    # case pushes the two runs to opposite ends of the ball; with the noise divided by 25 the
-    # audit must see it.
-    plan, run = audit_run(n_steps=20, step=1.0, epsilon=1.0)
-    assert plan.analysis == "last_iterate"
-    audit_sound_and_powerful(run, 1.0, weaken_noise, 25.0, 600, 12)
+@pytest.mark.parametrize("name", audit_params("noisy_gd_composition", "noisy_gd_last_iterate"))
+def test_audit_respects_the_claim_and_catches_the_weakened_noise(name):
+    # benchmarks/audits.py: two rows, the differing one's smoothed-hinge gradient constant on the
+    # ball. Few small steps keep the runs inside the ball (composition: the release is the Gaussian
+    # of the claim, noise / 2 is caught); twenty steps of 1 need the last-iterate analysis, whose
+    # worst case pushes the runs to opposite ends of the ball (noise / 4 is caught).
+    check_audit(name)
 
 
 # -- utility --------------------------------------------------------------------------------------------
