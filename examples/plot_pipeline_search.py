@@ -37,6 +37,8 @@ ledger = PrivacyAccountant()  # one ledger for every release on these rows
 # %%
 # Private preprocessing, fitted once before the search
 # ----------------------------------------------------
+# The scaler is its own release, charged once. ``DPSearchCV`` refuses a pipeline with the scaler
+# inside it: every trial would refit the scaler on the rows, outside the search's event.
 
 to_unit = FunctionTransformer(lambda X: (X - lower) / (upper - lower))
 scaler = DPStandardScaler(epsilon=0.25, delta=1e-6, feature_bounds=(0.0, 1.0), random_state=0, accountant=ledger)

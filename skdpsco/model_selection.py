@@ -308,8 +308,12 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         accountant before reading the rows (every skdpsco estimator does), and a guarantee with
         a zCDP bound (Gaussian releases or zCDP: all the default algorithms). A
         :class:`~sklearn.pipeline.Pipeline` whose last step is such an estimator and whose other
-        steps are per-row transforms (e.g. ``Normalizer``) works too; private preprocessing
-        such as :class:`~skdpsco.preprocessing.DPStandardScaler` must be fitted before the search.
+        steps learn nothing from the rows (scikit-learn tag ``requires_fit`` False:
+        ``Normalizer``, a ``FunctionTransformer`` of one row) works too. A pipeline with a step
+        fitted on the rows (``StandardScaler``, :class:`~skdpsco.preprocessing.DPStandardScaler`,
+        ...) is refused with a ``ValueError`` before any row is read or anything is charged:
+        every trial would refit it outside the search's event. Fit private preprocessing once,
+        before the search, as its own release, and search on the transformed rows.
     param_distributions : dict or list of dicts
         Parameter names (as for ``estimator.set_params``) mapped to lists (uniform choice) or to
         distributions with ``rvs`` (``scipy.stats``). Public: never derived from the data. Every
@@ -420,6 +424,30 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.accountant = accountant
 
     # -- helpers ------------------------------------------------------------------------------
+    def _check_stateless_steps(self) -> None:
+        """Refuse a pipeline with a step, other than the last, that is fitted on the rows.
+
+        Every trial (and every planning call) refits a clone of ``estimator``: a fitted step
+        (``StandardScaler``, a :class:`~skdpsco.preprocessing.DPStandardScaler` with its own
+        accountant, ...) would read the training rows outside the trial's accounted fit, once per
+        call, and the released model would carry a step selected by score, which Papernot &
+        Steinke 2022, Thm 2 does not cover (it bounds the selected trial's accounted release
+        only). A step whose scikit-learn tag ``requires_fit`` is False (``Normalizer``,
+        ``FunctionTransformer``) learns nothing from the rows and is allowed.
+        """
+        for name, step in getattr(self.estimator, "steps", [])[:-1]:
+            if step is None or (isinstance(step, str) and step == "passthrough") or not get_tags(step).requires_fit:
+                continue
+            raise ValueError(
+                f"DPSearchCV refuses the pipeline step {name!r} ({type(step).__name__}): it is "
+                "fitted on the rows, so every trial would refit it outside the search's "
+                "accounted event. Fit it once before the search, as its own release (e.g. "
+                "DPStandardScaler(epsilon=..., delta=..., feature_bounds=..., accountant=ledger)"
+                ".fit_transform(X)), and search on the transformed rows; or let the estimator "
+                "scale the features. Only steps that learn nothing from the rows (e.g. "
+                "Normalizer, a FunctionTransformer of one row) may precede the estimator."
+            )
+
     @property
     def _prefix(self) -> str:
         """Parameter prefix of the private step: the last step of a pipeline, else none."""
@@ -496,6 +524,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         self
         """
         self._validate_params()
+        self._check_stateless_steps()
         X, y = indexable(X, y)
         n_samples = _num_samples(X)
         n_validation = int(round(self.validation_fraction * n_samples))

@@ -12,9 +12,9 @@ from scipy.stats import loguniform
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import Normalizer
+from sklearn.preprocessing import FunctionTransformer, Normalizer, StandardScaler
 
-from skdpsco import DPLogisticRegression, DPLpRegression, PrivacyAccountant
+from skdpsco import DPLogisticRegression, DPLpRegression, DPStandardScaler, PrivacyAccountant
 from skdpsco.accounting import (
     NEIGHBORING_RELATION,
     BudgetExceededError,
@@ -263,6 +263,77 @@ def test_search_over_a_pipeline_with_a_per_row_transform(classification):
     assert len(ledger.history) == 1
     assert search.best_estimator_[-1].random_state is None
     assert search.score(X_test, y_test) > 0.6
+
+
+class _RowReadingSpy:
+    """An ``X`` whose every read is counted: the search must refuse before touching it."""
+
+    def __init__(self, X):
+        self.X, self.reads = X, 0
+
+    def __len__(self):
+        return len(self.X)
+
+    @property
+    def shape(self):
+        return self.X.shape
+
+    def __array__(self, dtype=None, copy=None):
+        self.reads += 1
+        return np.asarray(self.X, dtype=dtype)
+
+    def __getitem__(self, index):
+        self.reads += 1
+        return self.X[index]
+
+
+@pytest.mark.parametrize("fitted_step", ["dp_scaler", "scaler", "nested"])
+def test_search_refuses_a_pipeline_step_fitted_on_the_rows_before_reading_or_charging(classification, fitted_step):
+    # Issue 18, bug 2: every trial would refit the step on the training rows, the scaler charging
+    # its own ledger outside the search's event (measured: 1 -> 22 records while the search
+    # reported epsilon_ = 1), and the released model would carry a score-selected scaler.
+    X, y, _, _ = classification
+    ledger, scaler_ledger = PrivacyAccountant(), PrivacyAccountant()
+    step = {
+        "dp_scaler": DPStandardScaler(feature_bounds=(-2.0, 2.0), accountant=scaler_ledger),
+        "scaler": StandardScaler(),
+        "nested": make_pipeline(Normalizer(), StandardScaler()),  # a fitted step inside a step
+    }[fitted_step]
+    search = DPSearchCV(
+        make_pipeline(step, base_model()), {"dplogisticregression__alpha": [0.0, 1e-3]},
+        n_iter=5, random_state=0, accountant=ledger,
+    )
+    rows = _RowReadingSpy(X)
+    with pytest.raises(ValueError, match=r"refuses the pipeline step '(dpstandardscaler|standardscaler|pipeline)'.*"
+                       r"[Ff]it it once before the search.*DPStandardScaler"):
+        search.fit(rows, y)
+    assert rows.reads == 0
+    assert ledger.history == () and scaler_ledger.history == ()
+    assert not hasattr(step, "dp_event_") and not hasattr(step, "mean_")
+    assert not [name for name in vars(search) if name.endswith("_")]  # no half-fitted search
+
+
+def test_search_accepts_steps_that_learn_nothing_from_the_rows(classification):
+    # Normalizer and FunctionTransformer have requires_fit=False; 'passthrough' is no step.
+    X, y, _, _ = classification
+    ledger = PrivacyAccountant()
+    pipeline = make_pipeline(FunctionTransformer(np.tanh), "passthrough", Normalizer(), base_model())
+    search = DPSearchCV(
+        pipeline, {"dplogisticregression__alpha": [0.0]}, n_iter=2, random_state=0, accountant=ledger
+    ).fit(X, y)
+    assert len(ledger.history) == 1 and search.epsilon_ <= 1.0
+
+
+def test_scaler_fitted_before_the_search_is_charged_once(classification):
+    # The supported pattern: the private scaler is its own release, the search runs on its output.
+    X, y, _, _ = classification
+    ledger = PrivacyAccountant()
+    Z = DPStandardScaler(epsilon=0.25, feature_bounds=(-2.0, 2.0), random_state=0, accountant=ledger).fit_transform(X)
+    DPSearchCV(
+        make_pipeline(Normalizer(), base_model()), {"dplogisticregression__alpha": [0.0, 1e-3]},
+        n_iter=5, random_state=0, accountant=ledger,
+    ).fit(Z, y)
+    assert [record.estimator for record in ledger.history] == ["DPStandardScaler", "DPSearchCV"]
 
 
 def test_regression_search_uses_the_clipped_error_score():
