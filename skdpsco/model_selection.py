@@ -272,6 +272,16 @@ def _draw_candidate(distributions, rng: np.random.Generator) -> dict:
     return candidate
 
 
+def _child_random_state(rng: np.random.Generator) -> np.random.RandomState:
+    """An independent child of ``rng`` with full entropy, in a form every ``random_state``
+    parameter accepts: a ``RandomState`` on an MT19937 seeded by a ``SeedSequence`` spawned from
+    ``rng``'s (the estimator's :func:`~skdpsco.linear_model._base._generator` draws 256 bits
+    from it). An int seed drawn from ``rng`` would make the trial's noise a function of 32 bits.
+    """
+    (child,) = rng.bit_generator.seed_seq.spawn(1)
+    return np.random.RandomState(np.random.MT19937(child))
+
+
 def _per_row_scores(scoring: str, clip: float, estimator, X, y) -> tuple[np.ndarray, float]:
     """Per-row scores of ``estimator`` on held-out rows and the length of their public range."""
     prediction = estimator.predict(X)
@@ -338,7 +348,8 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         randomness) and shared by all trials.
     random_state : int, RandomState instance or None, default=None
         Source of the split, of ``K``, of the candidates and of every trial's noise. Use ``None``
-        for releases: a known seed reveals ``K`` and the noise.
+        for releases: a known seed reveals ``K`` and the noise. Each trial's fit gets its own
+        child of this generator (``SeedSequence.spawn``), never a 32-bit seed.
     accountant : PrivacyAccountant or None, default=None
         Ledger charged once with the whole search; ``None`` uses the shared default.
 
@@ -579,7 +590,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 **candidate,
                 **self._private_params(
                     epsilon=epsilons[repr(sorted(candidate.items()))], delta=float(self.delta),
-                    random_state=int(trial_rng.integers(2**32)), accountant=ledger,
+                    random_state=_child_random_state(trial_rng), accountant=ledger,
                 ),
             )
             model.fit(X_train, y_train)

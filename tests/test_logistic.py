@@ -14,6 +14,7 @@ from sklearn.preprocessing import Normalizer
 
 from skdpsco import BudgetExceededError, DPLogisticRegression, PrivacyAccountant, PrivacyWarning
 from skdpsco.accounting import epsilon_of
+from skdpsco.linear_model._base import _generator
 
 @pytest.fixture(scope="module")
 def binary_data():
@@ -42,6 +43,31 @@ def test_fit_is_reproducible_with_a_seed_and_random_without(binary_data):
     c = DPLogisticRegression(random_state=4).fit(X, y).coef_
     np.testing.assert_array_equal(a, b)
     assert not np.allclose(a, c)
+
+
+def test_generator_from_a_random_state_has_full_entropy_and_advances_it():
+    # Issue 18, bug 3: a RandomState was reduced to a 31-bit seed, so the noise was a function
+    # of 31 bits. Now 256 bits are drawn from it into the Generator's SeedSequence.
+    random_state = np.random.RandomState(0)
+    first, second = _generator(random_state), _generator(random_state)
+    entropy = first.bit_generator.seed_seq.entropy
+    assert isinstance(entropy, int) and entropy.bit_length() > 64
+    assert entropy != second.bit_generator.seed_seq.entropy  # the RandomState was advanced
+    # ... reproducibly: the same RandomState seed gives the same generator
+    assert _generator(np.random.RandomState(0)).bit_generator.seed_seq.entropy == entropy
+    # None takes fresh OS entropy (128 bits), an int seed is kept as given
+    assert _generator(None).bit_generator.seed_seq.entropy.bit_length() > 64
+    assert _generator(7).bit_generator.seed_seq.entropy == 7
+
+
+def test_fit_with_a_random_state_instance_is_reproducible_and_not_a_31_bit_seed(binary_data):
+    X, y = binary_data
+    a = DPLogisticRegression(random_state=np.random.RandomState(5)).fit(X, y).coef_
+    b = DPLogisticRegression(random_state=np.random.RandomState(5)).fit(X, y).coef_
+    np.testing.assert_array_equal(a, b)
+    # The old reduction: a 31-bit int drawn from the RandomState
+    seed31 = np.random.RandomState(5).randint(np.iinfo(np.int32).max)
+    assert not np.allclose(a, DPLogisticRegression(random_state=seed31).fit(X, y).coef_)
 
 
 def test_fitted_attributes_do_not_depend_on_the_data_beyond_the_model(binary_data):

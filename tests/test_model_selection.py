@@ -25,8 +25,10 @@ from skdpsco.accounting import (
     gaussian_event,
     zcdp_event,
 )
+from skdpsco.linear_model._base import _generator
 from skdpsco.model_selection import (
     DPSearchCV,
+    _PlanningAccountant,
     RandomTrials,
     calibrate_trial_rho,
     noisy_mean_score,
@@ -334,6 +336,50 @@ def test_scaler_fitted_before_the_search_is_charged_once(classification):
         n_iter=5, random_state=0, accountant=ledger,
     ).fit(Z, y)
     assert [record.estimator for record in ledger.history] == ["DPStandardScaler", "DPSearchCV"]
+
+
+class _SeedSpy(DPLogisticRegression):
+    """Records the ``random_state`` each trial fit receives (the planning fits are skipped)."""
+
+    seen = []
+
+    def fit(self, X, y):
+        if not isinstance(self.accountant, _PlanningAccountant):
+            _SeedSpy.seen.append(self.random_state)
+        return super().fit(X, y)
+
+
+def test_each_trial_gets_a_full_entropy_child_not_a_32_bit_seed(classification):
+    # Issue 18, bug 3: each trial was seeded with int(trial_rng.integers(2**32)), even with
+    # random_state=None, so its noise was a function of 32 bits.
+    X, y, _, _ = classification
+    _SeedSpy.seen.clear()
+    DPSearchCV(
+        _SeedSpy(algorithm="phased_sgd", classes=[0, 1]), {"alpha": [0.0]}, n_iter=4, n_iter_shape=0.0,
+        random_state=11, accountant=PrivacyAccountant(),
+    ).fit(X, y)
+    seeds = list(_SeedSpy.seen)
+    assert seeds and all(isinstance(seed, np.random.RandomState) for seed in seeds)
+    entropies = [_generator(seed).bit_generator.seed_seq.entropy for seed in seeds]
+    assert all(entropy.bit_length() > 64 for entropy in entropies)
+    assert len(set(entropies)) == len(entropies)  # independent trials
+
+
+def test_search_is_reproducible_with_a_seed_and_random_without(classification):
+    X, y, _, _ = classification
+
+    def search(random_state):
+        return DPSearchCV(
+            base_model(), {"alpha": [0.0, 1e-3]}, n_iter=3, random_state=random_state,
+            accountant=PrivacyAccountant(),
+        ).fit(X, y)
+
+    a, b = search(7), search(7)
+    np.testing.assert_array_equal(a.best_estimator_.coef_, b.best_estimator_.coef_)
+    assert a.best_score_ == b.best_score_ and a.best_params_ == b.best_params_
+    c, d = search(None), search(None)
+    assert not np.array_equal(c.best_estimator_.coef_, d.best_estimator_.coef_)
+    assert c.best_score_ != d.best_score_
 
 
 def test_regression_search_uses_the_clipped_error_score():

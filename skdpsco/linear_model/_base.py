@@ -35,9 +35,18 @@ class PrivacyWarning(UserWarning):
 
 
 def _generator(random_state) -> np.random.Generator:
-    """A numpy Generator from scikit-learn's ``random_state`` conventions."""
+    """A numpy Generator from scikit-learn's ``random_state`` conventions, with full entropy.
+
+    ``None``: fresh entropy from the operating system (numpy's ``SeedSequence``, 128 bits).
+    An int: that seed (reproducible experiments; a release needs ``None``). A ``RandomState``:
+    256 bits drawn from it (``bytes(32)``, which advances it as scikit-learn's
+    ``check_random_state`` users expect) into a ``SeedSequence``. Never a 31- or 32-bit seed:
+    noise that is a function of 32 bits can be found by brute force by whoever knows the other
+    rows (issue 18).
+    """
     if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+        entropy = int.from_bytes(random_state.bytes(32), "little")
+        return np.random.default_rng(np.random.SeedSequence(entropy))
     return np.random.default_rng(random_state)
 
 
