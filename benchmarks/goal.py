@@ -146,8 +146,9 @@ def _score(cell, model, X_test, y_test, reference):
 def _models(cell, epsilon, seed):
     """name -> estimator for one (cell, epsilon, seed)."""
     ours = DPLogisticRegression if cell.task == "logistic" else DPLpRegression
+    labels = {"classes": [0, 1]} if cell.task == "logistic" else {}  # the public label set of every cell
     models = {f"skdpsco [{a}]": ours(epsilon=epsilon, delta=cell.delta, algorithm=a, random_state=seed,
-                                      accountant=PrivacyAccountant()) for a in CANDIDATES[cell.task]}
+                                      accountant=PrivacyAccountant(), **labels) for a in CANDIDATES[cell.task]}
     if diffprivlib_models is not None:
         if cell.task == "logistic":
             models["diffprivlib (C=1)"] = diffprivlib_models.LogisticRegression(

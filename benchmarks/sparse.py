@@ -136,7 +136,7 @@ GENERATORS = {
 def _private(**params):
     def make(epsilon, seed, w_star):
         resolved = {k: (v(w_star) if callable(v) else v) for k, v in params.items()}
-        return DPLogisticRegression(epsilon=epsilon, delta=DELTA, data_norm=1.0, fit_intercept=False,
+        return DPLogisticRegression(epsilon=epsilon, delta=DELTA, data_norm=1.0, fit_intercept=False, classes=[0, 1],
                                     random_state=seed, accountant=PrivacyAccountant(), **resolved)
 
     return make

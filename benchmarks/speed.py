@@ -87,10 +87,13 @@ def catalogue_entries() -> dict:
 
 def private_fit(params: dict, X, y, n):
     """A fit of the entry's estimator (``DPLogisticRegression`` unless ``params['estimator']``) at
-    epsilon = 1, delta = min(1e-5, n**-1.1); a regression estimator gets the labels as targets."""
+    epsilon = 1, delta = min(1e-5, n**-1.1); a regression estimator gets the labels as targets,
+    a classifier the public label set ``classes=[-1, 1]`` of :func:`make_data`."""
     params = dict(params)
     estimator = ESTIMATORS[params.pop("estimator", "DPLogisticRegression")]
     target = y.astype(float) if estimator is DPLpRegression else y
+    if estimator is not DPLpRegression:
+        params.setdefault("classes", [-1, 1])
     return lambda: estimator(
         epsilon=1.0, delta=min(1e-5, n**-1.1), random_state=0, accountant=PrivacyAccountant(), **params
     ).fit(X, target)

@@ -58,6 +58,18 @@ class Dataset:
     load: Callable[[int], tuple]  # seed -> (X, y); bundled sets ignore the seed
     y_bound: float = 1.0
 
+    @property
+    def classes(self) -> list | None:
+        """The public label set (``classes=``): 0 / 1 for every binary set, the ten digits,
+        wine's three cultivars; ``None`` for regression."""
+        if self.task == "regression":
+            return None
+        return [0, 1] if self.task == "binary" else list(range(MULTICLASS_LABELS[self.name]))
+
+
+MULTICLASS_LABELS = {"digits": 10, "wine": 3}
+"""Number of documented labels ``0, ..., k - 1`` of each multiclass set."""
+
 
 def _sphere(rng, n, d):
     X = rng.normal(size=(n, d))
@@ -147,9 +159,10 @@ class Entry:
 
 ENTRIES = [
     Entry("DPLogisticRegression", ("binary", "multiclass"),
-          lambda e, d, a, s, ds: DPLogisticRegression(epsilon=e, delta=d, algorithm=a, random_state=s)),
+          lambda e, d, a, s, ds: DPLogisticRegression(epsilon=e, delta=d, algorithm=a, random_state=s,
+                                                      classes=ds.classes)),
     Entry("DPHingeSVM", ("binary", "multiclass"),
-          lambda e, d, a, s, ds: DPHingeSVM(epsilon=e, delta=d, algorithm=a, random_state=s)),
+          lambda e, d, a, s, ds: DPHingeSVM(epsilon=e, delta=d, algorithm=a, random_state=s, classes=ds.classes)),
     Entry("DPLpRegression(p=1)", ("regression",),
           lambda e, d, a, s, ds: DPLpRegression(p=1.0, y_bound=ds.y_bound, epsilon=e, delta=d, algorithm=a,
                                                 random_state=s)),

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import warnings
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -53,7 +54,7 @@ from .accounting import (
     get_accountant,
     zcdp_event,
 )
-from .linear_model._base import PrivacyWarning, _generator
+from .linear_model._base import PrivacyWarning, _generator, labels_from_data_warning
 from .solvers import _core
 
 __all__ = [
@@ -323,7 +324,10 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         fitted on the rows (``StandardScaler``, :class:`~skdpsco.preprocessing.DPStandardScaler`,
         ...) is refused with a ``ValueError`` before any row is read or anything is charged:
         every trial would refit it outside the search's event. Fit private preprocessing once,
-        before the search, as its own release, and search on the transformed rows.
+        before the search, as its own release, and search on the transformed rows. A classifier
+        with ``classes=None`` (in the estimator or in a candidate) reads its label set from the
+        training split, unaccounted: the search issues one :class:`~skdpsco.PrivacyWarning`
+        naming the parameter, not one per trial. Pass ``classes=`` with the public label set.
     param_distributions : dict or list of dicts
         Parameter names (as for ``estimator.set_params``) mapped to lists (uniform choice) or to
         distributions with ``rvs`` (``scipy.stats``). Public: never derived from the data. Every
@@ -487,6 +491,15 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
                     )
         return distributions
 
+    def _labels_from_data(self, candidates: list) -> str | None:
+        """The private step's ``classes`` parameter name if some trial fits with ``classes=None``
+        (its label set is then read from the training split), else ``None``."""
+        name = self._prefix + "classes"
+        params = self.estimator.get_params()
+        if name in params and any(candidate.get(name, params[name]) is None for candidate in candidates):
+            return name
+        return None
+
     def _planned_rho(self, candidate: dict, epsilon: float, X, y) -> float:
         """:func:`zcdp_rho` of the event ``estimator`` plans with ``candidate`` at ``epsilon``."""
         planner = _PlanningAccountant()
@@ -494,7 +507,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
             **candidate, **self._private_params(epsilon=epsilon, delta=float(self.delta), accountant=planner)
         )
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PrivacyWarning)  # issued once per trial fit instead
+            warnings.simplefilter("ignore", PrivacyWarning)  # issued by the search or its trials instead
             try:
                 model.fit(X, y)
             except _Planned as planned:
@@ -565,6 +578,9 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         n_trials = trials.sample(rng)
         trial_rngs = rng.spawn(n_trials)
         candidates = [_draw_candidate(distributions, trial_rng) for trial_rng in trial_rngs]
+        labels_parameter = self._labels_from_data(candidates)
+        if labels_parameter is not None:  # once for the search; the trials' warnings are muted
+            warnings.warn(labels_from_data_warning(labels_parameter), PrivacyWarning, stacklevel=2)
         epsilons = {}
         for candidate in candidates:
             key = repr(sorted(candidate.items()))
@@ -593,7 +609,11 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
                     random_state=_child_random_state(trial_rng), accountant=ledger,
                 ),
             )
-            model.fit(X_train, y_train)
+            with warnings.catch_warnings():
+                warnings.filterwarnings(
+                    "ignore", message=re.escape(labels_from_data_warning()), category=PrivacyWarning
+                )
+                model.fit(X_train, y_train)
             fit_rho = sum(zcdp_rho(record.event) for record in ledger.history)
             if fit_rho > rho * (1.0 + 1e-9):  # the plan is public, so is this check
                 raise RuntimeError(

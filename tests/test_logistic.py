@@ -1,5 +1,6 @@
 import math
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -15,6 +16,9 @@ from sklearn.preprocessing import Normalizer
 from skdpsco import BudgetExceededError, DPLogisticRegression, PrivacyAccountant, PrivacyWarning
 from skdpsco.accounting import epsilon_of
 from skdpsco.linear_model._base import _generator
+
+# The tests that are about something else fit with classes=None; its PrivacyWarning is tested below.
+pytestmark = pytest.mark.filterwarnings("ignore:classes=None:skdpsco.PrivacyWarning")
 
 @pytest.fixture(scope="module")
 def binary_data():
@@ -146,8 +150,51 @@ def test_classes_parameter_declares_the_public_label_set(binary_data):
     only_ones = y == 1
     model = DPLogisticRegression(classes=[0, 1], random_state=0).fit(X[only_ones], y[only_ones])
     np.testing.assert_array_equal(model.classes_, [0, 1])
-    with pytest.raises(ValueError, match=r"labels \[2\].*classes="):
+    with pytest.raises(ValueError, match=r"y contains labels that are not in classes="):
         DPLogisticRegression(classes=[0, 1]).fit(X, np.where(y == 1, 2, 0))
+    with pytest.raises(ValueError, match=r"classes= must hold at least 2 distinct labels"):
+        DPLogisticRegression(classes=[1]).fit(X[only_ones], y[only_ones])
+
+
+SECRET = np.array(["secret-label-A", "secret-label-B", "secret-label-C"])
+
+
+def _privacy_warnings(fit):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit()
+    return [str(w.message) for w in caught if issubclass(w.category, PrivacyWarning)]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_label_set_read_from_y_warns_once_without_label_values(binary_data, n_classes):
+    # Issue 18, bug 4: with classes=None the label set leaves fit unaccounted (classes_, the
+    # model's shape); a PrivacyWarning naming classes= says so once per fit, and its text depends
+    # on the parameters only.
+    X, y = binary_data
+    labels = SECRET[np.arange(len(y)) % n_classes]
+    messages = _privacy_warnings(lambda: DPLogisticRegression(random_state=0).fit(X, labels))
+    assert len(messages) == 1
+    assert messages[0].startswith("classes=None: the label set is read from y")
+    assert "Pass classes= with the public label set" in messages[0]
+    assert "secret" not in messages[0] and str(n_classes) not in messages[0]
+    assert _privacy_warnings(lambda: DPLogisticRegression(classes=SECRET[:n_classes], random_state=0).fit(X, labels)) == []
+
+
+@pytest.mark.parametrize(
+    "classes, labels, match",
+    [
+        (SECRET[:2], SECRET[[0, 1, 2, 0]], "y contains labels that are not in classes="),
+        (None, SECRET[[2, 2, 2, 2]], "y has fewer than 2 distinct labels"),
+    ],
+)
+def test_label_errors_do_not_repeat_label_values(classes, labels, match):
+    X = np.random.default_rng(0).normal(size=(4, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        with pytest.raises(ValueError, match=match) as error:
+            DPLogisticRegression(classes=classes).fit(X, labels)
+    assert "secret" not in str(error.value) and "classes=" in str(error.value)
 
 
 def test_budget_exceeded_refuses_before_fitting_and_leaves_no_model(binary_data):
@@ -196,7 +243,7 @@ def test_bad_parameters_are_named(binary_data, params, match):
         (np.ones((3, 2)), [0, 1], "inconsistent numbers of samples"),
         (np.ones((1, 2)), [0], "1 sample"),
         (np.ones((0, 2)), [], "0 sample"),
-        (np.ones((4, 2)), [1, 1, 1, 1], "only one class"),
+        (np.ones((4, 2)), [1, 1, 1, 1], "fewer than 2 distinct labels"),
         (np.ones((4, 2)), [0.5, 1.5, 2.5, 3.5], "Unknown label type"),
         (sp.random(10, 3, density=0.5, format="csr", random_state=0), [0, 1] * 5, "dense data is required"),
     ],

@@ -3,6 +3,7 @@ event and its calibration, the private score, the search as one accounted releas
 GridSearchCV costs on the shared ledger, and a statistical audit of the selection mechanism."""
 
 import math
+import warnings
 
 import dp_accounting
 import numpy as np
@@ -14,7 +15,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, Normalizer, StandardScaler
 
-from skdpsco import DPLogisticRegression, DPLpRegression, DPStandardScaler, PrivacyAccountant
+from skdpsco import DPLogisticRegression, DPLpRegression, DPStandardScaler, PrivacyAccountant, PrivacyWarning
 from skdpsco.accounting import (
     NEIGHBORING_RELATION,
     BudgetExceededError,
@@ -380,6 +381,33 @@ def test_search_is_reproducible_with_a_seed_and_random_without(classification):
     c, d = search(None), search(None)
     assert not np.array_equal(c.best_estimator_.coef_, d.best_estimator_.coef_)
     assert c.best_score_ != d.best_score_
+
+
+@pytest.mark.parametrize("in_pipeline", [False, True])
+def test_search_warns_once_about_a_label_set_read_from_y(classification, in_pipeline):
+    # Issue 18, bug 4: one PrivacyWarning for the search (naming its parameter), not one per
+    # trial; none when classes= is given, in the estimator or in every candidate.
+    X, y, _, _ = classification
+    labels = np.array(["secret-label-A", "secret-label-B"])[y]
+
+    def privacy_warnings(estimator, grid):
+        prefix = "dplogisticregression__" if in_pipeline else ""
+        estimator = make_pipeline(Normalizer(), estimator) if in_pipeline else estimator
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            DPSearchCV(
+                estimator, {prefix + k: v for k, v in grid.items()}, n_iter=6, n_iter_shape=1.0,
+                random_state=0, accountant=PrivacyAccountant(),
+            ).fit(X, labels)
+        return [str(w.message) for w in caught if issubclass(w.category, PrivacyWarning)]
+
+    name = "dplogisticregression__classes" if in_pipeline else "classes"
+    messages = privacy_warnings(DPLogisticRegression(algorithm="phased_sgd"), {"alpha": [0.0, 1e-3]})
+    assert messages == [f"{name}=None: the label set is read from y and released in classes_ (and in the "
+                        f"model's shape) without privacy accounting. Pass {name}= with the public label set."]
+    public = ["secret-label-A", "secret-label-B"]
+    assert privacy_warnings(DPLogisticRegression(algorithm="phased_sgd", classes=public), {"alpha": [0.0, 1e-3]}) == []
+    assert privacy_warnings(DPLogisticRegression(algorithm="phased_sgd"), {"alpha": [0.0], "classes": [public]}) == []
 
 
 def test_regression_search_uses_the_clipped_error_score():

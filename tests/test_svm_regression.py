@@ -1,3 +1,5 @@
+import warnings
+
 import dp_accounting
 import numpy as np
 import pytest
@@ -7,10 +9,28 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer
 from sklearn.svm import LinearSVC
 
-from skdpsco import DPHingeSVM, DPLpRegression, PrivacyAccountant
+from skdpsco import DPHingeSVM, DPLpRegression, PrivacyAccountant, PrivacyWarning
 from skdpsco.accounting import epsilon_of
 from skdpsco.losses import PowerLoss, SquaredHingeLoss
 from skdpsco.smoothing import GaussianSmoothedLoss
+
+
+# The tests that are about something else fit with classes=None; its PrivacyWarning is tested below.
+pytestmark = pytest.mark.filterwarnings("ignore:classes=None:skdpsco.PrivacyWarning")
+
+
+def test_one_vs_rest_warns_once_about_the_label_set_and_not_with_classes():
+    # Issue 18, bug 4: one warning per fit, not one per one-vs-rest task.
+    X, y = load_wine(return_X_y=True)
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    labels = np.array(["secret-label-A", "secret-label-B", "secret-label-C"])[y]
+    for classes, expected in [(None, 1), (np.unique(labels), 0)]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            DPHingeSVM(delta=1e-6, classes=classes, accountant=PrivacyAccountant(), random_state=0).fit(X, labels)
+        messages = [str(w.message) for w in caught if issubclass(w.category, PrivacyWarning)]
+        assert len(messages) == expected
+        assert all(m.startswith("classes=None") and "secret" not in m for m in messages)
 
 
 @pytest.fixture(scope="module")

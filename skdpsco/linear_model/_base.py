@@ -34,6 +34,15 @@ class PrivacyWarning(UserWarning):
     """A public setting that weakens the meaning of the guarantee (e.g. ``delta >= 1/n``)."""
 
 
+def labels_from_data_warning(parameter: str = "classes") -> str:
+    """Text of the :class:`PrivacyWarning` of a fit with ``classes=None``: names the parameter,
+    and nothing computed from the data (no label value, no count)."""
+    return (
+        f"{parameter}=None: the label set is read from y and released in classes_ (and in the "
+        f"model's shape) without privacy accounting. Pass {parameter}= with the public label set."
+    )
+
+
 def _generator(random_state) -> np.random.Generator:
     """A numpy Generator from scikit-learn's ``random_state`` conventions, with full entropy.
 
@@ -453,24 +462,34 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         return self._fit_private(X, y)
 
     def _encode_targets(self, y):
-        """``+-1`` for two classes, class indices otherwise; sets ``classes_``."""
+        """``+-1`` for two classes, class indices otherwise; sets ``classes_``.
+
+        With ``classes=None`` the label set ``np.unique(y)`` leaves ``fit`` unaccounted: a
+        :class:`PrivacyWarning` naming ``classes=`` says so, once per fit. No message repeats a
+        label value or a count read from ``y``.
+        """
         check_classification_targets(y)
         if self.classes is None:
+            warnings.warn(labels_from_data_warning(), PrivacyWarning, stacklevel=5)
             classes = np.unique(y)
+            if classes.size < 2:
+                raise ValueError(
+                    "y has fewer than 2 distinct labels; a classifier needs at least 2 classes. "
+                    "Pass classes= with the public label set if the other labels exist but do not "
+                    "occur in y."
+                )
         else:
             classes = np.unique(np.asarray(self.classes))
-            unknown = np.setdiff1d(np.unique(y), classes)
-            if unknown.size:
+            if classes.size < 2:
                 raise ValueError(
-                    f"y contains labels {unknown.tolist()} that are not in classes={classes.tolist()}; "
-                    "pass the complete public label set."
+                    f"classes= must hold at least 2 distinct labels (the public label set); got "
+                    f"{classes.size}."
                 )
-        if classes.size < 2:
-            raise ValueError(
-                "This solver needs samples of at least 2 classes in the data, but the data contains "
-                f"only one class: {classes[0]!r}. Pass classes= with the public label set if the "
-                "other labels exist but do not occur here."
-            )
+            if np.setdiff1d(np.unique(y), classes).size:
+                raise ValueError(
+                    "y contains labels that are not in classes=; pass the complete public label set "
+                    "(this message does not repeat the labels of y)."
+                )
         self.classes_ = classes
         indices = np.searchsorted(classes, y)
         if classes.size == 2:

@@ -81,7 +81,9 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         Print the (public) schedule of the fit.
     classes : array-like or None, default=None
         The public label set. ``None`` takes ``np.unique(y)``, which reveals which labels occur
-        in the training data; pass the known label set to avoid that.
+        in the training data without privacy accounting, and issues a
+        :class:`~skdpsco.PrivacyWarning` naming ``classes=`` (once per fit); pass the known label
+        set to avoid that. Labels of ``y`` outside ``classes`` are an error.
 
     Attributes
     ----------
@@ -118,7 +120,8 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     >>> from skdpsco import DPLogisticRegression, PrivacyAccountant
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> with PrivacyAccountant() as ledger:
-    ...     model = make_pipeline(Normalizer(), DPLogisticRegression(epsilon=1.0, delta=1e-5)).fit(X, y)
+    ...     clf = DPLogisticRegression(epsilon=1.0, delta=1e-5, classes=[0, 1])
+    ...     model = make_pipeline(Normalizer(), clf).fit(X, y)
     >>> round(ledger.spent()[0], 3) <= 1.0
     True
     """

@@ -66,7 +66,7 @@ constraint_p, step_scale, solver_options, random_state, accountant, verbose, cla
     >>> from sklearn.datasets import make_classification
     >>> from skdpsco import DPHingeSVM, PrivacyAccountant
     >>> X, y = make_classification(n_samples=2000, n_features=4, random_state=0)
-    >>> svm = DPHingeSVM(epsilon=1.0, data_norm=5.0, accountant=PrivacyAccountant()).fit(X, y)
+    >>> svm = DPHingeSVM(epsilon=1.0, data_norm=5.0, classes=[0, 1], accountant=PrivacyAccountant()).fit(X, y)
     >>> svm.epsilon_ <= 1.0
     True
     """
