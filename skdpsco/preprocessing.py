@@ -246,11 +246,13 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         noise_std = tuple(multiplier * s for s in sensitivities)
         self.mean_ = self.var_ = self.scale_ = None
         if n_releases:
-            shift = centred.mean(axis=0) + _core.gaussian_noise(rng, noise_std[0], (n_features,))
+            mean = centred.mean(axis=0)
+            shift = mean + _core.release_noise(mean, noise_std[0], rng)
             shift = np.clip(shift, -half_range, half_range)
             self.mean_ = midpoint + shift
         if self.with_std:
-            second = (centred**2).mean(axis=0) + _core.gaussian_noise(rng, noise_std[1], (n_features,))
+            second_moment = (centred**2).mean(axis=0)
+            second = second_moment + _core.release_noise(second_moment, noise_std[1], rng)
             floor = np.minimum(noise_std[1], half_range**2)
             self.var_ = np.clip(second - shift**2, floor, half_range**2)
             self.scale_ = np.sqrt(self.var_)

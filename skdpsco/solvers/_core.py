@@ -183,6 +183,26 @@ def gaussian_noise(rng: np.random.Generator, std, shape: tuple) -> np.ndarray:
     return rng.normal(0.0, std, size=shape)
 
 
+def release_noise(value, scale, rng: np.random.Generator, draw=None) -> np.ndarray:
+    """The noise of one noisy release ``value + noise``: ``draw(rng, scale, np.shape(value))``.
+
+    Every mechanism that releases a data-dependent ``value`` plus noise calibrated to the
+    sensitivity of ``value`` (an output, a phase's point, a noisy gradient, a noisy statistic)
+    draws that noise here and adds it itself, as it did before, so results are unchanged.
+    ``draw`` is :func:`gaussian_noise` by default (looked up at call time, so tests can weaken
+    it), or another draw point of the same signature (the Laplace draw of
+    :mod:`skdpsco.solvers.growth`), and ``scale`` its standard deviation or scale.
+
+    Naming the released value is the point: the white-box sensitivity audits
+    (``benchmarks/whitebox.py``, ``tests/test_whitebox.py``) replace this function to observe
+    ``(value, scale, noise)`` of every release on neighbouring datasets with the same noise, and
+    to replay a neighbour's run on the released history of the other. The compiled SGD loop
+    draws its noise in chunks instead; the audits run its numpy reference, which releases each
+    noisy gradient here with the same iterates.
+    """
+    return (gaussian_noise if draw is None else draw)(rng, scale, np.shape(value))
+
+
 @dataclass(frozen=True)
 class RowBatches:
     """Consecutive disjoint row blocks ``X[order[start:start + B_t]]``, each row used once.
@@ -336,7 +356,7 @@ def _reference_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, r
             total += w
         g = gradient(w, X_batch, y_batch)
         if sigma > 0:
-            g = g + gaussian_noise(rng, sigma, w.shape)
+            g = g + release_noise(g, sigma, rng)
         w[...] = project_to_ball(w - eta * g, radius)
 
 

@@ -297,8 +297,9 @@ def dual_averaging(
     stds = np.broadcast_to(np.asarray(noise_std, dtype=float), (len(steps),))
     for (X_batch, y_batch), eta, std in zip(batches, steps, stds, strict=True):
         iterate_sum += w
-        total += gradient(w, X_batch, y_batch)
-        total += _core.gaussian_noise(rng, std, shape)
+        g = gradient(w, X_batch, y_batch)
+        total += g
+        total += _core.release_noise(g, std, rng)
         w = mirror_step(-eta * total)
     return iterate_sum / len(steps) if average else w
 

@@ -193,11 +193,11 @@ class OutputNoise:
     norm_factor: float
     dp_event: object
 
-    def draw(self, rng: np.random.Generator, sensitivity: float, shape: tuple) -> np.ndarray:
-        """Noise for one release of ``l2``-sensitivity ``sensitivity``, via the one draw point of its kind."""
-        if self.kind == "gaussian":
-            return _core.gaussian_noise(rng, sensitivity * self.multiplier, shape)
-        return laplace_noise(rng, sensitivity * self.multiplier, shape)
+    def draw(self, rng: np.random.Generator, sensitivity: float, value: np.ndarray) -> np.ndarray:
+        """Noise for releasing ``value``, of ``l2``-sensitivity ``sensitivity``, via
+        :func:`skdpsco.solvers._core.release_noise` and the one draw point of its kind."""
+        draw = None if self.kind == "gaussian" else laplace_noise
+        return _core.release_noise(value, sensitivity * self.multiplier, rng, draw)
 
 
 def output_noise(epsilon: float, delta: float, n_params: int, kind: str = "auto") -> OutputNoise:
@@ -558,7 +558,7 @@ def _run_phases(
             gradient, centre, radius, plan.smoothness[j], plan.strong_convexity[j], plan.tolerances[j],
             int(plan.n_iterations[j]),
         )
-        w = project(minimiser + plan.noise.draw(noise_rng, plan.sensitivities[j], w.shape))
+        w = project(minimiser + plan.noise.draw(noise_rng, plan.sensitivities[j], minimiser))
     return w
 
 

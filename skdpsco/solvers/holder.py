@@ -389,7 +389,7 @@ def run_output_perturbation(
         noise_std = plan.noise_multiplier * sensitivity
     else:
         sensitivity, noise_std = plan.sensitivity, plan.noise_std
-    coef = average + _core.gaussian_noise(noise_rng, noise_std, average.shape)
+    coef = average + _core.release_noise(average, noise_std, noise_rng)
     if plan.project_output:
         coef = project_to_ball(coef, problem.radius)
     info = {

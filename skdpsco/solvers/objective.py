@@ -428,7 +428,7 @@ def run_objective_perturbation(
     w = certified_minimize(
         gradient, -shift / lam, None, plan.smoothness + lam, lam, plan.tolerance, plan.n_iterations
     )
-    released = w + _core.gaussian_noise(output_rng, plan.output_noise_std, shape)
+    released = w + _core.release_noise(w, plan.output_noise_std, output_rng)
     coef = project_to_ball(released, float(problem.radius))
     return SolverResult(coef=coef, dp_event=plan.dp_event, n_gradients=plan.n_gradients, info=plan.info())
 

@@ -429,13 +429,15 @@ def _release_phases(
 ) -> np.ndarray:
     """Run the phases: ``w_i = solve(i, Pi_K(w_{i-1}), block_i) + N(0, sigma_i**2 I)``; return ``Pi_K(w_k)``.
 
-    The noise is drawn by :func:`skdpsco.solvers._core.gaussian_noise`, the one noise source (looked
-    up on the module at call time, so tests can weaken it).
+    The noise is drawn by :func:`skdpsco.solvers._core.release_noise` from
+    :func:`~skdpsco.solvers._core.gaussian_noise`, the one noise source (looked up on the module at
+    call time, so tests can weaken and observe it).
     """
     w = np.array(w0, dtype=float)
     for i, (X_block, y_block) in enumerate(blocks):
         start = project_to_ball(w, radius)
-        w = solve(i, start, X_block, y_block) + _core.gaussian_noise(noise_rng, plan.noise_stds[i], start.shape)
+        value = solve(i, start, X_block, y_block)
+        w = value + _core.release_noise(value, plan.noise_stds[i], noise_rng)
     return project_to_ball(w, radius)
 
 

@@ -1,0 +1,680 @@
+"""White-box sensitivity audits (issue 18): every noisy release against the sensitivity its plan claims.
+
+A black-box audit (:mod:`benchmarks.audits`) sees outputs only and needs thousands of fits to
+notice a factor 2. Here the mechanism is opened up instead, and the check is deterministic:
+
+1. **Observe every release.** Each mechanism draws the noise of a release ``value + noise``
+   through :func:`skdpsco.solvers._core.release_noise`; :func:`observed` replaces it to record
+   ``(value, scale, kind)`` of every release (the compiled SGD loop is replaced by its numpy
+   reference, which gives the same iterates and releases each noisy gradient there).
+2. **Neighbouring datasets, coupled noise.** The mechanism runs on ``D`` and on ``D'`` (one row
+   replaced) with the same seed, hence the same noise draws.
+3. **Replay.** In adaptive compositions a release's sensitivity is a bound *given the released
+   history*; so on ``D'`` every release is forced to return the value released on ``D`` (the
+   hook returns the noise ``released_D - value_D'``): release ``k`` on ``D'`` is then computed
+   from ``D``'s history, and its realised shift ``||value_D' - value_D||`` (``l2`` for Gaussian
+   noise, ``l1`` for Laplace noise) must be at most the sensitivity the plan claims for it,
+   derived from the noise scale actually drawn and the ``DpEvent`` actually accounted
+   (:func:`release_claims`): ``scale / z`` for a Gaussian event ``z = sigma / Delta``,
+   ``scale / (z sqrt(m))`` for ``m`` equal releases composed into one Gaussian, ``scale epsilon``
+   (``l1``) for Laplace noise of a pure ``epsilon``-DP event.
+4. **Whole-trajectory bounds.** Amplification by iteration (Snowball, PNSGD) accounts for the
+   last iterate only: its event allows a row of batch ``t`` to shift the iterate by
+   ``sqrt(2 rho sum_{s >= t} eta_s**2 tau_s**2)`` (:func:`skdpsco.accounting.amplification_by_iteration_rho`,
+   pooled noise ``tau``), and contraction keeps every later coupled shift below it. The realised
+   largest coupled shift of the iterates is compared with that.
+5. **Adversarial neighbours** (:func:`neighbour_pairs`): the differing row at the corners of the
+   clipped ball (``+-B`` along every axis, and the diagonals scaled to ``B``), with every label
+   (both signs, ``+-y_bound`` for regression, every class), with and without an intercept column
+   (rows ``(u, c)`` of norm ``B``), at the first, middle and last position, on random backgrounds.
+6. **Power.** Each check is rerun with the noise scale of every release halved while the event
+   is unchanged (for trajectory checks: the plan's noise halved), and with rows of twice the
+   clipping bound: a check whose honest worst ratio exceeds 1/2 fails under both, deterministically.
+
+``python -m benchmarks.whitebox [--quick]`` writes ``benchmarks/results/whitebox.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import time
+import warnings
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import dp_accounting
+import numpy as np
+
+from skdpsco.accounting import FailureProbabilityDpEvent, PrivacyAccountant
+from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss, MultinomialLogisticLoss
+from skdpsco.smoothing import smooth
+from skdpsco.solvers import ALGORITHMS, Problem, _core
+from skdpsco.solvers.growth import EpochGrowth, Localization
+from skdpsco.solvers.holder import OutputPerturbationSGD
+from skdpsco.solvers.pnsgd import PNSGD
+from skdpsco.solvers.snowball import noise_every
+
+TOLERANCE = 1e-9
+"""Relative slack of the check ``realised <= claimed (1 + TOLERANCE)`` (floating point only)."""
+
+RESULTS = Path(__file__).resolve().parent / "results" / "whitebox.md"
+
+
+# -- observing releases ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Release:
+    """One noisy release: the value before noise, the noise scale and kind, and what was released."""
+
+    value: np.ndarray
+    scale: float
+    kind: str  # 'gaussian' (standard deviation) or 'laplace' (scale)
+    released: np.ndarray
+
+
+@dataclass
+class Observation:
+    releases: list
+    iterates: list
+
+
+@contextmanager
+def observed(replay: list | None = None, noise_factor: float = 1.0):
+    """Within the block, record every release (:class:`Release`) and every SGD iterate.
+
+    ``replay``: the releases of a run on the neighbouring dataset; release ``k`` then returns
+    the noise that makes the released value that run's ``k``-th release. The noise is still
+    drawn (the generator advances as in production). ``noise_factor`` multiplies the scale of
+    every release (the mutation: a plan whose noise is off by that factor, event unchanged).
+    """
+    observation = Observation([], [])
+    release_noise, uses_kernel, project = _core.release_noise, _core.uses_kernel, _core.project_to_ball
+
+    def hook(value, scale, rng, draw=None):
+        scale = scale * noise_factor
+        noise = release_noise(value, scale, rng, draw)
+        value = np.array(value, dtype=float)
+        k = len(observation.releases)
+        if replay is not None:
+            if k >= len(replay) or replay[k].scale != scale:
+                raise AssertionError(f"release {k}: the neighbour's run has a different schedule of releases")
+            noise = replay[k].released - value
+        kind = "gaussian" if draw is None else "laplace"  # the only other draw point (growth.laplace_noise)
+        observation.releases.append(Release(value, float(scale), kind, value + noise))
+        return noise
+
+    def recording_projection(w, radius):
+        out = project(w, radius)
+        observation.iterates.append(np.array(out, dtype=float))
+        return out
+
+    _core.release_noise, _core.uses_kernel, _core.project_to_ball = hook, (lambda *args: False), recording_projection
+    try:
+        yield observation
+    finally:
+        _core.release_noise, _core.uses_kernel, _core.project_to_ball = release_noise, uses_kernel, project
+
+
+# -- claims ------------------------------------------------------------------------------------------------
+
+
+def _unwrap(event):
+    """The per-release event inside the wrappers the library uses."""
+    while True:
+        if isinstance(event, FailureProbabilityDpEvent):
+            event = event.event
+        elif isinstance(event, (dp_accounting.SelfComposedDpEvent, dp_accounting.SampledWithoutReplacementDpEvent)):
+            event = event.event
+        else:
+            return event
+
+
+def release_claims(releases: list, event, composed: bool = False) -> np.ndarray:
+    """Claimed sensitivity of every release, from its noise scale and the accounted event.
+
+    ``composed``: every row enters every release (noisy GD), and the event is the single
+    Gaussian the ``m`` equal releases compose to (Dong, Roth & Su 2022, Cor. 3.3), so each has
+    ``scale / (z sqrt(m))``. Otherwise every release is one per-release event of its own
+    (parallel composition over disjoint rows, or one event per release).
+    """
+    event = _unwrap(event)
+    scales = np.array([r.scale for r in releases])
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        divisor = event.noise_multiplier * (math.sqrt(len(releases)) if composed else 1.0)
+        return scales / divisor
+    if isinstance(event, dp_accounting.RandomizedResponseDpEvent):  # pure epsilon-DP, Laplace: l1
+        return scales * math.log(2.0 / event.noise_parameter - 1.0)
+    raise TypeError(f"no per-release claim for {event!r}")
+
+
+def last_iterate_claim(scale: float, rho: float, burn_in: int, step: float, radius: float) -> float:
+    """Gradient sensitivity ``Delta`` that noisy GD's last-iterate event allows:
+    ``rho s**2 = (2 R / eta + k Delta)**2 / (2 k)`` (:mod:`skdpsco.solvers.noisy_gd`, analysis 2)."""
+    return (math.sqrt(2.0 * burn_in * rho) * scale - 2.0 * radius / step) / burn_in
+
+
+def shifts(base: list, neighbour: list) -> np.ndarray:
+    """Realised shift of each release: ``l2`` for Gaussian noise, ``l1`` for Laplace noise."""
+    if len(base) != len(neighbour):
+        raise AssertionError("the neighbouring runs made different numbers of releases")
+    order = {"gaussian": 2, "laplace": 1}
+    return np.array([np.linalg.norm((b.value - o.value).ravel(), ord=order[b.kind]) for b, o in zip(base, neighbour)])
+
+
+# -- neighbours ----------------------------------------------------------------------------------------------
+
+
+def corner_rows(n_features: int, norm: float, diagonals: bool, intercept: float | None = None) -> np.ndarray:
+    """Corners of the clipped ball: ``+-norm`` along every axis and (``diagonals``) the sign
+    vectors of the first two coordinates and of all of them, scaled to ``norm``. With
+    ``intercept = c`` the last column is ``c`` and the others have norm ``sqrt(norm**2 - c**2)``."""
+    d = n_features - (intercept is not None)
+    free = norm if intercept is None else math.sqrt(norm**2 - intercept**2)
+    rows = [s * free * np.eye(d)[i] for i in range(d) for s in (1.0, -1.0)]
+    if diagonals and d > 1:
+        for signs in (np.r_[1.0, 1.0, np.zeros(d - 2)], np.r_[1.0, -1.0, np.zeros(d - 2)], np.ones(d)):
+            rows += [s * free * signs / np.linalg.norm(signs) for s in (1.0, -1.0)]
+    rows = np.array(rows)
+    return rows if intercept is None else np.hstack([rows, np.full((len(rows), 1), intercept)])
+
+
+def neighbour_pairs(corners: np.ndarray, labels: list) -> list:
+    """Pairs ``((x, y), (x', y'))``: every corner with every label, replaced by the opposite
+    corner with the same label, the same corner with every other label, and the opposite corner
+    with every other label."""
+    pairs = []
+    for x in corners:
+        for y in labels:
+            pairs.append(((x, y), (_opposite(x, corners), y)))
+            for other in labels:
+                if other != y:
+                    pairs.append(((x, y), (x, other)))
+                    pairs.append(((x, y), (_opposite(x, corners), other)))
+    return pairs
+
+
+def _opposite(x: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    """The corner opposite ``x`` (the intercept column, the same in every row, kept)."""
+    flipped = -x
+    if not any(np.array_equal(flipped, c) for c in corners):
+        flipped[-1] = x[-1]
+    return flipped
+
+
+def background(n: int, n_features: int, norm: float, labels: list, seed: int, intercept: float | None = None):
+    """``n`` rows uniform in the ball of radius ``norm`` (with the intercept column when given) and random labels."""
+    rng = np.random.default_rng(seed)
+    d = n_features - (intercept is not None)
+    free = norm if intercept is None else math.sqrt(norm**2 - intercept**2)
+    u = rng.normal(size=(n, d))
+    X = u / np.linalg.norm(u, axis=1, keepdims=True) * free * rng.uniform(size=(n, 1)) ** (1.0 / d)
+    if intercept is not None:
+        X = np.hstack([X, np.full((n, 1), intercept)])
+    y = np.asarray(labels, dtype=float)[rng.integers(len(labels), size=n)]
+    return X, y
+
+
+# -- mechanisms ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One mechanism under a white-box check.
+
+    ``run(X, y, seed, mutated)`` runs it (``mutated``: the plan's noise halved where the check is
+    on the trajectory) and returns ``(event, info)``; ``check`` is ``'releases'`` (replayed
+    per-release sensitivity), ``'composed'`` (the same, releases composed into one Gaussian) or
+    ``'trajectory'`` (amplification by iteration); ``trajectory_claim(info, position)`` gives the
+    shift the event allows for a row at ``position``.
+    """
+
+    name: str
+    run: Callable
+    labels: list
+    check: str = "releases"
+    n_samples: int = 64
+    n_features: int = 3
+    data_norm: float = 1.0
+    trajectory_claim: Callable | None = None
+    positions: tuple = (0, 32, 63)
+    clip_mutation: bool = True  # False: the solver clips per-row gradients itself (private FTRL)
+
+
+N, P, B, RADIUS, EPSILON, DELTA = 64, 3, 1.0, 1.0, 1.0, 1e-5
+CLASSES = [-1.0, 1.0]
+TARGETS = [-1.0, 1.0]  # +-y_bound
+SMOOTH_HINGE = smooth(HingeLoss(), 0.05)
+HUBER = HuberLoss(0.5)
+
+
+def _problem(loss, n=N, p=P, radius=RADIUS, y_bound=None, l2_penalty=0.0, shape=None):
+    constants = loss.constants(B, radius) if y_bound is None else loss.constants(B, radius, y_bound)
+    return Problem(n, shape or (p,), loss, constants, radius, EPSILON, DELTA, l2_penalty)
+
+
+def _solver_mechanism(name, algorithm, loss, labels, y_bound=None, ordered=True, l2_penalty=0.0, clips=False, **options):
+    solver = ALGORITHMS[algorithm] if not options else dataclasses.replace(ALGORITHMS[algorithm], **options)
+
+    def run(X, y, seed, mutated=False):
+        problem = _problem(loss, n=X.shape[0], p=X.shape[1], y_bound=y_bound, l2_penalty=l2_penalty)
+        plan = solver.plan(problem)
+        kwargs = {"order": np.arange(X.shape[0])} if ordered else {}
+        result = solver.run(plan, X, y, problem, np.random.default_rng(seed), **kwargs)
+        return result.dp_event, {**result.info, "radius": problem.radius}
+
+    return Mechanism(name, run, labels, clip_mutation=not clips)
+
+
+def _noisy_gd_mechanism(name, loss, labels, y_bound=None, **options):
+    solver = dataclasses.replace(ALGORITHMS["noisy_gd"], **options)
+
+    def run(X, y, seed, mutated=False):
+        problem = _problem(loss, n=X.shape[0], p=X.shape[1], y_bound=y_bound)
+        result = solver.run(solver.plan(problem), X, y, problem, np.random.default_rng(seed))
+        return result.dp_event, {**result.info, "radius": problem.radius}
+
+    return Mechanism(name, run, labels, check="composed")
+
+
+def _holder_output_mechanism(name, loss, labels):
+    solver = OutputPerturbationSGD(max_steps=4 * N)
+
+    def run(X, y, seed, mutated=False, position=0):
+        problem = _problem(loss, n=X.shape[0], p=X.shape[1])
+        plan = solver.plan(problem)
+        # the differing row drawn as often as the plan allows (Thm 7's good event), spread over the run
+        indices = np.random.default_rng(seed + 1).integers(0, X.shape[0], size=plan.n_steps)
+        indices[indices == position] = (position + 1) % X.shape[0]
+        hits = int(plan.max_hits)
+        indices[np.linspace(0, plan.n_steps - 1, hits).astype(int)] = position
+        result = solver.run(plan, X, y, problem, np.random.default_rng(seed), indices=indices)
+        return result.dp_event, dict(result.info)
+
+    return Mechanism(name, run, labels)
+
+
+def _amplification_mechanism(name, algorithm, loss, labels):
+    solver = ALGORITHMS[algorithm]
+
+    def run(X, y, seed, mutated=False):
+        problem = _problem(loss, n=X.shape[0], p=X.shape[1])
+        plan = solver.plan(problem)
+        if mutated:
+            plan = dataclasses.replace(plan, noise_std=plan.noise_std / 2.0)
+        result = solver.run(plan, X, y, problem, np.random.default_rng(seed), order=np.arange(X.shape[0]))
+        if algorithm == "pnsgd":
+            steps = np.full(X.shape[0], plan.step)
+            taus, batches = steps * plan.noise_std, np.ones(X.shape[0], dtype=int)
+        else:
+            steps = plan.steps
+            taus, batches = steps * _core.pool_noise(steps, plan.noise_std, noise_every(plan.n_steps)), plan.batch_sizes
+        rho = result.dp_event.rho
+        tail = np.cumsum((taus**2)[::-1])[::-1]
+        return result.dp_event, {"allowed": np.sqrt(2.0 * rho * tail), "batch_sizes": np.asarray(batches)}
+
+    def claim(info, position):
+        batch = int(np.searchsorted(np.cumsum(info["batch_sizes"]), position, side="right"))
+        return float(info["allowed"][batch])
+
+    return Mechanism(name, run, labels, check="trajectory", trajectory_claim=claim)
+
+
+def _growth_mechanism(name, solver, loss, labels):
+    def run(X, y, seed, mutated=False):
+        problem = _problem(loss, n=X.shape[0], p=X.shape[1])
+        result = solver.run(solver.plan(problem), X, y, problem, np.random.default_rng(seed), order=np.arange(X.shape[0]))
+        return result.dp_event, dict(result.info)
+
+    return Mechanism(name, run, labels)
+
+
+def mechanisms() -> dict:
+    """The catalogue of solver-level white-box checks (tight losses: the smoothed hinge, whose
+    derivative is about ``+-1`` at small margins, and the Huber loss at ``|y| > threshold``;
+    the logistic loss, whose gradient bound ``B sigma(B R)`` is not attained near ``w = 0``, for
+    comparison)."""
+    catalogue = [
+        _solver_mechanism("phased_sgd", "phased_sgd", SMOOTH_HINGE, CLASSES),
+        _solver_mechanism("phased_sgd (logistic)", "phased_sgd", LogisticLoss(), CLASSES),
+        _solver_mechanism("phased_sgd (average)", "phased_sgd", SMOOTH_HINGE, CLASSES, average=True),
+        _solver_mechanism("phased_sgd (huber)", "phased_sgd", HUBER, TARGETS, y_bound=1.0),
+        _solver_mechanism("phased_erm", "phased_erm", SMOOTH_HINGE, CLASSES),
+        _solver_mechanism("strongly_convex", "strongly_convex", SMOOTH_HINGE, CLASSES, l2_penalty=0.05),
+        _growth_mechanism("localization (gaussian)", Localization(noise="gaussian"), SMOOTH_HINGE, CLASSES),
+        _growth_mechanism("localization (laplace)", Localization(noise="laplace"), SMOOTH_HINGE, CLASSES),
+        _growth_mechanism("epoch_growth (gaussian)", EpochGrowth(noise="gaussian"), SMOOTH_HINGE, CLASSES),
+        _growth_mechanism("epoch_growth (laplace)", EpochGrowth(noise="laplace"), SMOOTH_HINGE, CLASSES),
+        _solver_mechanism("ftrl (R^d, batch 1)", "ftrl", SMOOTH_HINGE, CLASSES, clips=True, batch_size=1),
+        _solver_mechanism("ftrl (l1 ball, batch 4)", "ftrl", SMOOTH_HINGE, CLASSES, clips=True, constraint="l1", batch_size=4),
+        _noisy_gd_mechanism("noisy_gd (composition)", SMOOTH_HINGE, CLASSES, n_steps=40),
+        _noisy_gd_mechanism("noisy_gd (last iterate)", SMOOTH_HINGE, CLASSES, n_steps=2000, step=0.2),
+        _noisy_gd_mechanism("noisy_gd (huber)", HUBER, TARGETS, y_bound=1.0, n_steps=40),
+        _solver_mechanism("gradient_perturbation", "gradient_perturbation", SMOOTH_HINGE, CLASSES, ordered=False, max_steps=4 * N),
+        _holder_output_mechanism("output_perturbation", SMOOTH_HINGE, CLASSES),
+        _amplification_mechanism("snowball", "snowball", SMOOTH_HINGE, CLASSES),
+        _amplification_mechanism("pnsgd", "pnsgd", SMOOTH_HINGE, CLASSES),
+    ]
+    return {m.name: m for m in catalogue}
+
+
+# -- running a check -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """The worst ratio found and where."""
+
+    ratio: float = 0.0
+    releases: int = 0
+    neighbours: int = 0
+    where: str = ""
+
+    def update(self, ratio: float, where: str) -> None:
+        if ratio > self.ratio:
+            self.ratio, self.where = float(ratio), where
+
+
+def _with_row(X, y, position, row):
+    X, y = X.copy(), y.copy()
+    X[position], y[position] = row
+    return X, y
+
+
+def check_pair(mechanism: Mechanism, X, y, position, pair, seed=0, noise_factor=1.0, clip_factor=1.0) -> tuple[float, int]:
+    """Worst realised / claimed over the releases of one neighbouring pair; and the number of releases."""
+    first, second = ((np.asarray(x) * clip_factor, label) for x, label in pair)
+    D, D_prime = _with_row(X, y, position, first), _with_row(X, y, position, second)
+    run = mechanism.run
+    extra = {"position": position} if "position" in run.__code__.co_varnames else {}
+    mutated = noise_factor != 1.0
+    if mechanism.check == "trajectory":
+        with observed() as base:
+            _, info = run(*D, seed, mutated, **extra)
+        with observed() as other:
+            run(*D_prime, seed, mutated, **extra)
+        realised = max(np.linalg.norm(a - b) for a, b in zip(base.iterates, other.iterates, strict=True))
+        return realised / mechanism.trajectory_claim(info, position), len(base.iterates)
+    with observed(noise_factor=noise_factor) as base:
+        event, info = run(*D, seed, mutated, **extra)
+    with observed(replay=base.releases, noise_factor=noise_factor) as other:
+        run(*D_prime, seed, mutated, **extra)
+    realised = shifts(base.releases, other.releases)
+    if mechanism.check == "composed" and info.get("analysis") == "last_iterate":
+        claims = np.array([
+            last_iterate_claim(r.scale, event.rho, info["burn_in"], info["step"], info["radius"]) for r in base.releases
+        ])
+    else:
+        claims = release_claims(base.releases, event, composed=mechanism.check == "composed")
+    return float(np.max(realised / claims)), len(base.releases)
+
+
+def search(mechanism: Mechanism, full: bool = False, noise_factor: float = 1.0, clip_factor: float = 1.0,
+           stop_above: float | None = None) -> Outcome:
+    """Worst ratio over the adversarial neighbours (:func:`neighbour_pairs`): quick — axis
+    corners, no intercept column, first and last position, one background; ``full`` — diagonals
+    too, with and without the intercept column, first / middle / last, three backgrounds.
+    ``stop_above``: return as soon as a ratio above it is found (mutation checks)."""
+    outcome = Outcome()
+    n, p = mechanism.n_samples, mechanism.n_features
+    intercepts = (None, 0.5) if full else (None,)
+    positions = mechanism.positions if full else (mechanism.positions[0], mechanism.positions[-1])
+    for seed in (range(3) if full else range(1)):
+        for intercept in intercepts:
+            X, y = background(n, p, mechanism.data_norm, mechanism.labels, seed, intercept)
+            corners = corner_rows(p, mechanism.data_norm, diagonals=full, intercept=intercept)
+            for pair in neighbour_pairs(corners, mechanism.labels):
+                for position in positions:
+                    ratio, releases = check_pair(mechanism, X, y, position, pair, seed, noise_factor, clip_factor)
+                    outcome.neighbours += 1
+                    outcome.releases += releases
+                    outcome.update(ratio, f"background {seed}, intercept {intercept}, position {position}, "
+                                          f"row {pair[0][0].round(3).tolist()}/{pair[0][1]:g} -> "
+                                          f"{pair[1][0].round(3).tolist()}/{pair[1][1]:g}")
+                    if stop_above is not None and outcome.ratio > stop_above:
+                        return outcome
+    return outcome
+
+
+# -- estimator level ----------------------------------------------------------------------------------------
+
+
+def _task_multiplier(event) -> float:
+    """Noise multiplier ``z`` of one task's Gaussian event: the fit's event, or each of the equal
+    events its one-vs-rest tasks compose."""
+    event = _unwrap(event)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        tasks = {repr(e) for e in event.events}
+        if len(tasks) != 1:
+            raise TypeError(f"tasks with different events: {event!r}")
+        event = _unwrap(event.events[0])
+    if not isinstance(event, dp_accounting.GaussianDpEvent):
+        raise TypeError(f"no per-step claim for {event!r}")
+    return event.noise_multiplier
+
+
+def estimator_check(make, X, y, position, pair, seed=0, noise_factor=1.0) -> tuple[float, int]:
+    """Worst realised / claimed over the releases of ``make().fit`` on ``X`` with row
+    ``position`` replaced by ``pair[0]`` (``D``) and ``pair[1]`` (``D'``), the same
+    ``random_state``, ``D'`` replayed on ``D``'s releases. The fit must release noisy GD steps
+    under the composition analysis (each step of each task ``scale / (z sqrt(T))``)."""
+    fits = []
+    for k, row in enumerate(pair):
+        Xk, yk = X.copy(), y.copy()
+        Xk[position], yk[position] = row
+        model = make().set_params(random_state=seed, accountant=PrivacyAccountant(epsilon=1e9, delta=0.5))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with observed(replay=fits[0][0].releases if k else None, noise_factor=noise_factor) as seen:
+                model.fit(Xk, yk)
+        fits.append((seen, model))
+    (base, model), (other, _) = fits
+    info = model.solver_info_
+    if info.get("analysis") != "composition":
+        raise ValueError(f"estimator checks cover noisy GD's composition analysis; got {info!r}")
+    realised = shifts(base.releases, other.releases)
+    claims = np.array([r.scale for r in base.releases]) / (_task_multiplier(model.dp_event_) * math.sqrt(info["n_steps"]))
+    return float(np.max(realised / claims)), len(base.releases)
+
+
+@dataclass(frozen=True)
+class EstimatorCase:
+    """An estimator path: ``make()`` builds the unfitted estimator, rows in raw feature space."""
+
+    name: str
+    make: Callable
+    labels: list
+    n_samples: int = 48
+    n_features: int = 3
+    data_norm: float = 1.0
+
+
+def estimator_cases() -> dict:
+    from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression
+
+    common = dict(epsilon=1.0, delta=1e-5, data_norm=1.0)
+    cases = [
+        EstimatorCase("DPLogisticRegression auto -> noisy_gd, intercept", lambda: DPLogisticRegression(**common), [0, 1]),
+        EstimatorCase("DPLogisticRegression auto, no intercept",
+                      lambda: DPLogisticRegression(fit_intercept=False, **common), [0, 1]),
+        EstimatorCase("DPLogisticRegression multinomial (3 classes)", lambda: DPLogisticRegression(**common), [0, 1, 2]),
+        EstimatorCase("DPHingeSVM one-vs-rest (3 classes, smoothed)", lambda: DPHingeSVM(**common), [0, 1, 2]),
+        EstimatorCase("DPHingeSVM binary (smoothed)", lambda: DPHingeSVM(**common), [0, 1]),
+        EstimatorCase("DPLpRegression auto (Huber/LAD)", lambda: DPLpRegression(y_bound=1.0, **common), [-1.0, 1.0]),
+    ]
+    return {c.name: c for c in cases}
+
+
+def estimator_search(case: EstimatorCase, full: bool = False, noise_factor: float = 1.0, clip_factor: float = 1.0,
+                     stop_above: float | None = None) -> Outcome:
+    """:func:`search` for an estimator path: raw rows at the corners of the ball of radius
+    ``data_norm`` (the estimator appends and scales the intercept column itself)."""
+    outcome = Outcome()
+    n, p = case.n_samples, case.n_features
+    positions = (0, n // 2, n - 1) if full else (0, n - 1)
+    for seed in (range(2) if full else range(1)):
+        X, y = background(n, p, case.data_norm, case.labels, seed)
+        y = y.astype(type(case.labels[0]))
+        corners = corner_rows(p, case.data_norm, diagonals=full)
+        pairs = neighbour_pairs(corners, case.labels)
+        for pair in pairs if full else pairs[: 4 * len(case.labels) ** 2]:
+            scaled = tuple((np.asarray(x) * clip_factor, label) for x, label in pair)
+            for position in positions:
+                ratio, releases = estimator_check(case.make, X, y, position, scaled, seed, noise_factor)
+                outcome.neighbours += 1
+                outcome.releases += releases
+                outcome.update(ratio, f"background {seed}, position {position}, row {pair[0][0].round(3).tolist()}/"
+                                      f"{pair[0][1]} -> {pair[1][0].round(3).tolist()}/{pair[1][1]}")
+                if stop_above is not None and outcome.ratio > stop_above:
+                    return outcome
+    return outcome
+
+
+def scaler_search(full: bool = False, noise_factor: float = 1.0, clip_factor: float = 1.0,
+                  stop_above: float | None = None) -> Outcome:
+    """:class:`~skdpsco.preprocessing.DPStandardScaler`'s two releases (centred mean and second
+    moment), the differing row at a vertex of the public box replaced by the opposite vertex or
+    by the midpoint (``clip_factor`` scales the box the rows come from, not the public bounds)."""
+    from skdpsco.preprocessing import DPStandardScaler
+
+    outcome = Outcome()
+    n, p, bound = 48, 3, 2.0
+    vertices = np.array(np.meshgrid(*[[-bound, bound]] * p)).reshape(p, -1).T
+    if not full:
+        vertices = vertices[:2]
+    for seed in (range(3) if full else range(1)):
+        X = np.random.default_rng(seed).uniform(-bound, bound, size=(n, p))
+        for v in vertices:
+            for other in (-v, np.zeros(p)):
+                for position in ((0, n // 2, n - 1) if full else (0,)):
+                    fits = []
+                    for k, row in enumerate((v, other)):
+                        Xk = X.copy()
+                        Xk[position] = row * clip_factor
+                        scaler = DPStandardScaler(epsilon=1.0, delta=1e-5, feature_bounds=(-bound, bound), random_state=seed,
+                                                  accountant=PrivacyAccountant(epsilon=1e9, delta=0.5))
+                        with observed(replay=fits[0][0].releases if k else None, noise_factor=noise_factor) as seen:
+                            scaler.fit(Xk)
+                        fits.append((seen, scaler))
+                    (base, scaler), (neighbour, _) = fits
+                    ratio = float(np.max(shifts(base.releases, neighbour.releases)
+                                         / release_claims(base.releases, scaler.dp_event_)))
+                    outcome.neighbours += 1
+                    outcome.releases += len(base.releases)
+                    outcome.update(ratio, f"background {seed}, position {position}, row {v.tolist()} -> {other.tolist()}")
+                    if stop_above is not None and outcome.ratio > stop_above:
+                        return outcome
+    return outcome
+
+
+def objective_search(full: bool = False, noise_factor: float = 1.0, clip_factor: float = 1.0,
+                     stop_above: float | None = None) -> Outcome:
+    """Objective perturbation's linear term: the density argument needs the per-row gradients of
+    the two neighbours, summed, to differ by at most ``2 L`` at **every** ``w`` (the ``b`` that
+    makes ``w`` the minimiser moves by that much, :mod:`skdpsco.solvers.objective`). Checked at
+    the released point of a run on ``D``, at ``0`` and at points of norm ``R`` and ``10 R`` along
+    the differing rows, against ``sigma_b / z_b`` of the accounted event and the noise drawn
+    (``noise_factor``: the plan's ``sigma_b`` scaled, event unchanged). The output term
+    (``2 tau``) is not replayed here (that needs the exact minimiser)."""
+    solver = ALGORITHMS["objective_perturbation"]
+    outcome = Outcome()
+    loss = SMOOTH_HINGE
+    for seed in (range(3) if full else range(1)):
+        for intercept in ((None, 0.5) if full else (None,)):
+            X, y = background(N, P, B, CLASSES, seed, intercept)
+            problem = _problem(loss, n=N, p=P)
+            plan = solver.plan(problem)
+            gaussian = _unwrap(plan.dp_event.gaussian.events[0])
+            claim = plan.linear_noise_std * noise_factor / gaussian.noise_multiplier
+            corners = corner_rows(P, B, diagonals=full, intercept=intercept)
+            for (x, label), (x_other, label_other) in neighbour_pairs(corners, CLASSES):
+                x, x_other = x * clip_factor, x_other * clip_factor
+                with observed() as seen:
+                    solver.run(plan, *_with_row(X, y, 0, (x, label)), problem, np.random.default_rng(seed))
+                points = [seen.releases[0].value, np.zeros(P)]
+                points += [r * u / max(np.linalg.norm(u), 1e-300) for r in (RADIUS, 10 * RADIUS) for u in (x, x_other, -x)]
+                for w in points:
+                    g = loss.derivative(np.array([x @ w]), np.array([label]))[0] * x
+                    g_other = loss.derivative(np.array([x_other @ w]), np.array([label_other]))[0] * x_other
+                    outcome.update(np.linalg.norm(g - g_other) / claim,
+                                   f"background {seed}, intercept {intercept}, w = {np.round(w, 3).tolist()}, "
+                                   f"row {x.round(3).tolist()}/{label:g} -> {x_other.round(3).tolist()}/{label_other:g}")
+                outcome.neighbours += 1
+                outcome.releases += len(points)
+                if stop_above is not None and outcome.ratio > stop_above:
+                    return outcome
+    return outcome
+
+
+# -- the report ----------------------------------------------------------------------------------------------
+
+
+def checks() -> dict:
+    """Every white-box check by name: ``(search, clipped_by_caller)`` with
+    ``search(full=, noise_factor=, clip_factor=, stop_above=) -> Outcome``. ``clipped_by_caller``:
+    rows beyond the bound reach the mechanism (solvers take rows already clipped); estimators and
+    the scaler clip their input themselves, so there the rows x2 run checks that clipping."""
+    table = {}
+    for name, mechanism in mechanisms().items():
+        table[name] = (lambda m: lambda **kw: search(m, **kw))(mechanism), mechanism.clip_mutation
+    for name, case in estimator_cases().items():
+        table[name] = (lambda c: lambda **kw: estimator_search(c, **kw))(case), False
+    table["DPStandardScaler (mean, second moment)"] = scaler_search, False
+    table["objective_perturbation (linear term)"] = objective_search, True
+    return table
+
+
+def audit_all(full: bool) -> list:
+    """Run every check honestly and under both mutations; one row per check."""
+    rows = []
+    for name, (run, clipped_by_caller) in checks().items():
+        start = time.perf_counter()
+        honest = run(full=full)
+        halved = run(full=full, noise_factor=0.5, stop_above=1.0 + TOLERANCE)
+        doubled = run(full=full, clip_factor=2.0, stop_above=1.0 + TOLERANCE)
+        rows.append((name, honest, halved, doubled, clipped_by_caller))
+        print(f"{name}: max ratio {honest.ratio:.6f} over {honest.neighbours} neighbours ({honest.releases} releases); "
+              f"noise/2 {halved.ratio:.3f}, rows x2 {doubled.ratio:.3f} [{time.perf_counter() - start:.1f} s]", flush=True)
+    return rows
+
+
+def write_report(rows: list, full: bool, path: Path = RESULTS) -> None:
+    lines = [
+        "# White-box sensitivity audits",
+        "",
+        f"`python -m benchmarks.whitebox{'' if full else ' --quick'}` ({'full' if full else 'quick'} neighbour search; "
+        f"n = {N}, d = {P}, data_norm = {B}, radius = {RADIUS}, epsilon = {EPSILON}, delta = {DELTA:g}).",
+        "Realised shift of every noisy release on neighbouring datasets with coupled noise, the neighbour replayed on the "
+        "released history, against the sensitivity claimed by the noise scale drawn and the event accounted "
+        "(trajectory checks: the largest coupled shift of the iterates against the shift the zCDP event allows for the "
+        "differing row's batch). A ratio above 1 is a privacy bug. Mutations: every release's noise scale halved with "
+        "the event unchanged (trajectory: the plan's noise halved), and rows of twice the clipping bound; 'yes' = the "
+        "check fails, deterministically.",
+        "",
+        "| mechanism | releases checked | neighbours searched | max realised/claimed | noise/2 caught | rows x2 (clipping) caught | worst neighbour |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, honest, halved, doubled, clipped_by_caller in rows:
+        caught = lambda o: f"yes ({o.ratio:.2f})" if o.ratio > 1.0 + TOLERANCE else f"no ({o.ratio:.2f})"
+        rows_x2 = caught(doubled) if clipped_by_caller else (
+            f"n/a, clips its input or gradients: {'FAILS' if doubled.ratio > 1.0 + TOLERANCE else 'within'} ({doubled.ratio:.2f})")
+        lines.append(f"| {name} | {honest.releases} | {honest.neighbours} | {honest.ratio:.6f} | {caught(halved)} | "
+                     f"{rows_x2} | {honest.where} |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="axis corners, one background, two positions")
+    args = parser.parse_args(argv)
+    rows = audit_all(full=not args.quick)
+    write_report(rows, full=not args.quick)
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""White-box sensitivity audits (issue 18; the harness is ``benchmarks/whitebox.py``).
+
+Every noisy release, observed through :func:`skdpsco.solvers._core.release_noise`, is run on
+neighbouring datasets with the same noise, the neighbour replayed on the released history, and its
+realised shift compared with the sensitivity that the noise scale drawn and the event accounted
+claim (``l2`` for Gaussian noise, ``l1`` for Laplace noise); amplification-by-iteration solvers are
+checked on the coupled trajectory. ``realised > claimed`` is a privacy bug, found
+deterministically. Each check also proves it can fail: with every release's noise divided by
+``DIVISORS[name]`` (2 unless the mechanism's realised shift cannot reach half its claim, see
+there), and with rows beyond the clipping bound, it must report a violation.
+
+Default suite: the two neighbours that are worst for these losses (the differing row at a corner
+replaced by the opposite corner, or relabelled, first and last position). Slow: the whole quick
+search of ``python -m benchmarks.whitebox --quick`` for every check.
+"""
+
+import numpy as np
+import pytest
+
+from benchmarks import whitebox as wb
+from skdpsco.solvers import _core, growth
+
+LIMIT = 1.0 + wb.TOLERANCE
+
+DIVISORS = {
+    # The certified minimiser's slack 2 tau = L eta is half the claim L eta + 2 tau (Phased-ERM §A7,
+    # Asi-Levy-Duchi §2.5): the argmin itself moves at most half the claimed sensitivity.
+    "phased_erm": 2.5,
+    "localization (gaussian)": 2.5,
+    "epoch_growth (gaussian)": 2.5,
+    # the same, and the l1 claim sqrt(p) Delta is reached only along the diagonals (slow search)
+    "localization (laplace)": 4.0,
+    "epoch_growth (laplace)": 4.0,
+    # Wang et al. Thm 7's stability bound is about 3x the shift realised here
+    "output_perturbation": 4.0,
+    # at w = 0 the logistic derivative is 1/2 against the ball's bound sigma(B R) (= 0.73 at B R = 1)
+    "phased_sgd (logistic)": 2.0,
+    "DPLpRegression auto (Huber/LAD)": 4.0,
+    "DPLogisticRegression auto, no intercept": 2.5,
+    "DPLogisticRegression multinomial (3 classes)": 2.5,
+    "DPHingeSVM binary (smoothed)": 2.5,
+}
+
+MECHANISMS = wb.mechanisms()
+ESTIMATORS = wb.estimator_cases()
+SLOW_IN_DEFAULT = {"noisy_gd (last iterate)"}  # 2000 full-batch reference steps per run
+
+
+def _pairs(corners, labels):
+    """The opposite corner with the same label, and the same corner relabelled."""
+    x = corners[0]
+    return [((x, labels[0]), (-x, labels[0])), ((x, labels[0]), (x, labels[-1]))]
+
+
+def _solver_worst(name, noise_factor=1.0, clip_factor=1.0):
+    mechanism = MECHANISMS[name]
+    X, y = wb.background(mechanism.n_samples, mechanism.n_features, mechanism.data_norm, mechanism.labels, 0)
+    corners = wb.corner_rows(mechanism.n_features, mechanism.data_norm, diagonals=False)
+    return max(
+        wb.check_pair(mechanism, X, y, position, pair, 0, noise_factor, clip_factor)[0]
+        for pair in _pairs(corners, mechanism.labels)
+        for position in (mechanism.positions[0], mechanism.positions[-1])
+    )
+
+
+def _estimator_worst(name, noise_factor=1.0):
+    case = ESTIMATORS[name]
+    X, y = wb.background(case.n_samples, case.n_features, case.data_norm, case.labels, 0)
+    y = y.astype(type(case.labels[0]))
+    corners = wb.corner_rows(case.n_features, case.data_norm, diagonals=False)
+    return max(
+        wb.estimator_check(case.make, X, y, position, pair, 0, noise_factor)[0]
+        for pair in _pairs(corners, case.labels)
+        for position in (0, case.n_samples - 1)
+    )
+
+
+def _params(names):
+    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_IN_DEFAULT else n for n in names]
+
+
+# -- the hook ----------------------------------------------------------------------------------------------
+
+
+def test_release_noise_draws_what_the_draw_point_draws():
+    value = np.ones((2, 3))
+    np.testing.assert_array_equal(
+        _core.release_noise(value, 0.7, np.random.default_rng(5)), np.random.default_rng(5).normal(0.0, 0.7, (2, 3))
+    )
+    np.testing.assert_array_equal(
+        _core.release_noise(value, 0.7, np.random.default_rng(5), growth.laplace_noise),
+        np.random.default_rng(5).laplace(0.0, 0.7, (2, 3)),
+    )
+
+
+def test_replay_releases_the_reference_history_and_restores_the_core():
+    original = (_core.release_noise, _core.uses_kernel, _core.project_to_ball)
+    rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
+    with wb.observed() as base:
+        released = np.zeros(2) + _core.release_noise(np.zeros(2), 1.0, rng_a)
+    with wb.observed(replay=base.releases) as other:
+        replayed = np.ones(2) + _core.release_noise(np.ones(2), 1.0, rng_b)
+    np.testing.assert_allclose(replayed, released, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(other.releases[0].value, np.ones(2))
+    assert (_core.release_noise, _core.uses_kernel, _core.project_to_ball) == original
+
+
+def test_claims_follow_the_accounted_event():
+    from skdpsco.accounting import gaussian_event, pure_dp_event
+
+    releases = [wb.Release(np.zeros(1), 2.0, "gaussian", np.zeros(1))] * 4
+    np.testing.assert_allclose(wb.release_claims(releases, gaussian_event(2.0, 0.5)), 0.5)
+    np.testing.assert_allclose(wb.release_claims(releases, gaussian_event(2.0, 0.5), composed=True), 0.25)
+    laplace = [wb.Release(np.zeros(1), 3.0, "laplace", np.zeros(1))]
+    np.testing.assert_allclose(wb.release_claims(laplace, pure_dp_event(0.5)), 1.5, rtol=1e-9)
+
+
+def test_a_shift_above_the_claim_fails():
+    """The comparison itself: a mechanism releasing twice its claimed sensitivity is reported."""
+    from skdpsco.accounting import gaussian_event
+
+    base = [wb.Release(np.zeros(2), 1.0, "gaussian", np.zeros(2))]
+    other = [wb.Release(np.array([2.0, 0.0]), 1.0, "gaussian", np.zeros(2))]
+    ratio = wb.shifts(base, other) / wb.release_claims(base, gaussian_event(1.0, 1.0))
+    assert ratio[0] == pytest.approx(2.0)
+
+
+# -- every mechanism at its worst neighbours -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", _params(MECHANISMS))
+def test_solver_releases_stay_within_their_claimed_sensitivity(name):
+    assert _solver_worst(name) <= LIMIT
+
+
+@pytest.mark.parametrize("name", _params(MECHANISMS))
+def test_solver_check_catches_noise_below_the_calibration(name):
+    assert _solver_worst(name, noise_factor=1.0 / DIVISORS.get(name, 2.0)) > LIMIT
+
+
+# Output perturbation is left out: its realised shift is 0.30 of Thm 7's bound, and rows of 2-8x
+# the bound push the smoothed hinge into its flat region, so the shift does not grow with them
+# (0.47, 0.31, 0.19 at 2x, 4x, 8x); its noise mutation is tested above.
+CLIP_NOT_SHOWN = {"output_perturbation"}
+
+
+@pytest.mark.parametrize("name", _params(n for n in MECHANISMS if n not in CLIP_NOT_SHOWN))
+def test_solver_check_catches_rows_beyond_the_clipping_bound(name):
+    """Rows of ``DIVISORS[name]`` times the bound reach a solver that trusts the estimator's
+    clipping: the check must fail. Private FTRL clips each gradient to ``C`` itself: it must hold."""
+    worst = _solver_worst(name, clip_factor=DIVISORS.get(name, 2.0))
+    assert worst > LIMIT if MECHANISMS[name].clip_mutation else worst <= LIMIT
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_estimator_noisy_gd_steps_stay_within_their_claimed_sensitivity(name):
+    assert _estimator_worst(name) <= LIMIT
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_estimator_check_catches_noise_below_the_calibration(name):
+    assert _estimator_worst(name, noise_factor=1.0 / DIVISORS.get(name, 2.0)) > LIMIT
+
+
+def test_scaler_statistics_stay_within_their_claimed_sensitivity_and_the_check_has_power():
+    assert wb.scaler_search().ratio <= LIMIT
+    assert wb.scaler_search(noise_factor=0.5).ratio > LIMIT
+    assert wb.scaler_search(clip_factor=2.0).ratio <= LIMIT  # the scaler clips rows to its public box
+
+
+def test_objective_perturbation_linear_term_within_its_claim_and_the_check_has_power():
+    assert wb.objective_search().ratio <= LIMIT
+    assert wb.objective_search(noise_factor=0.5).ratio > LIMIT
+    assert wb.objective_search(clip_factor=2.0).ratio > LIMIT
+
+
+# -- the adversarial search (slow) ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(wb.checks()))
+def test_adversarial_search_finds_no_release_above_its_claim(name):
+    run, _ = wb.checks()[name]
+    outcome = run(full=False)
+    assert outcome.ratio <= LIMIT, outcome
+    assert run(full=False, noise_factor=1.0 / DIVISORS.get(name, 2.0), stop_above=LIMIT).ratio > LIMIT
