@@ -16,18 +16,35 @@ accountants under ``REPLACE_ONE`` (pinned by ``tests/test_accounting.py``):
   the mean by ``2 C`` on replacement, i.e. ``mu = 2 / z``: twice the RDP sensitivity.
 
 skdpsco stores the RDP reading, ``noise_multiplier = sigma / Delta`` with ``Delta`` the
-replace-one sensitivity (:func:`gaussian_event`), and rewrites Gaussian events to
-``2 sigma / Delta`` before handing them to the PLD accountant (:func:`_as_pld_event`), so
-both accountants see the same mechanism.
+replace-one sensitivity (:func:`gaussian_event`). Its privacy loss distribution is built here
+from that reading (the pair ``N(0, z**2)``, ``N(1, z**2)``; :func:`_pld_epsilon`), never by the
+PLD accountant's own reading of the event.
 
 Conversion
 ----------
-:func:`epsilon_of` uses every accountant that supports the event (PLD, exact for Gaussian
-releases; RDP with a dense order grid and the conversion of Canonne, Kamath & Steinke 2020,
-Prop. 12, for zCDP and amplification-by-iteration bounds, which are proven in RDP only) and
-returns the smallest epsilon: each is a valid upper bound. An event that contains
-:class:`FixedOrderRdpDpEvent` (an RDP bound proven at one order only, e.g. Stop-PNSGD,
-``feldman.md`` §B4, pitfall D12) is converted at those orders only, never by the PLD accountant.
+:func:`epsilon_of` converts with every accountant that supports the event and returns the
+smallest epsilon (each is a valid upper bound):
+
+* compositions of Gaussian releases and pure-DP events (binary randomized responses,
+  :func:`pure_dp_event`): privacy loss distributions built from ``dp_accounting``'s PLD
+  primitives by :func:`_pld_epsilon`, with every multiplicity applied explicitly, and the RDP
+  accountant;
+* zCDP and amplification-by-iteration bounds, which are proven in RDP only: the RDP accountant on
+  a dense order grid with the conversion of Canonne, Kamath & Steinke 2020, Prop. 12;
+* an event that contains :class:`FixedOrderRdpDpEvent` (an RDP bound proven at one order only,
+  e.g. Stop-PNSGD, ``feldman.md`` §B4, pitfall D12): at those orders only, never by a PLD.
+
+Why the PLD is not the PLD accountant's: ``dp_accounting`` 0.6.0's ``PLDAccountant`` composes
+``SelfComposedDpEvent(RandomizedResponseDpEvent, K)`` once whatever ``K`` (it drops the count for
+that event type), so ``epsilon_of(SelfComposedDpEvent(pure_dp_event(1), 10), 1e-6)`` came out 1.0
+instead of 10 and, the smallest answer winning, one-vs-rest pure-DP fits reported one class's
+epsilon. Two safeguards now: multiplicities are counted by this module, and no accountant's answer
+is trusted below an exact value it cannot go under, the exact epsilon of the composition's
+Gaussian part (closed-form Gaussian curve, :func:`exact_gaussian_epsilon`) and of each group of
+equal randomized responses (exact composition, :func:`exact_randomized_response_epsilon`): an
+answer below it raises :class:`AccountingError` instead of being released
+(``tests/test_accounting.py`` checks every event type the library emits against independent
+conversions).
 """
 
 from __future__ import annotations
@@ -42,9 +59,14 @@ import attr
 import dp_accounting
 import numpy as np
 from dp_accounting import pld, rdp
+from scipy.optimize import brentq
+from scipy.special import gammaln, log_ndtr, ndtr
 
 __all__ = [
     "NEIGHBORING_RELATION",
+    "AccountingError",
+    "exact_gaussian_epsilon",
+    "exact_randomized_response_epsilon",
     "amplification_by_iteration_rho",
     "BudgetExceededError",
     "FitRecord",
@@ -336,23 +358,154 @@ def wang_uniform_stability_bound(
     return math.sqrt(math.exp(k * math.log1p(1.0 / k)) * (lemma21 + hits))
 
 
-def _as_pld_event(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
-    """Rewrite Gaussian events from the library convention to the PLD accountant's."""
+class AccountingError(RuntimeError):
+    """Two conversions of one event disagree in a way no valid bound allows: nothing is released."""
+
+
+def _gaussian_and_randomized_response_parts(event: dp_accounting.DpEvent, count: int = 1):
+    """The leaves of a composition of Gaussian releases and binary randomized responses, with
+    every multiplicity applied here: ``(sum of count / z**2 over the Gaussian events, {noise_parameter:
+    count} of the randomized responses)``, or ``None`` if the event holds any other kind.
+
+    Multiplicities are counted by this function rather than by ``dp_accounting``'s PLD accountant,
+    which (version 0.6.0) composes ``SelfComposedDpEvent(RandomizedResponseDpEvent, K)`` once
+    whatever ``K`` (its ``_maybe_compose`` ignores ``count`` for that event; reported upstream).
+    """
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return 0.0, {}
     if isinstance(event, dp_accounting.GaussianDpEvent):
-        return dp_accounting.GaussianDpEvent(noise_multiplier=2.0 * event.noise_multiplier)
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        return dp_accounting.ComposedDpEvent([_as_pld_event(e) for e in event.events])
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        return dp_accounting.SelfComposedDpEvent(_as_pld_event(event.event), event.count)
-    return event
+        z = float(event.noise_multiplier)
+        return (math.inf if z == 0 else count / z**2), {}
+    if _is_binary_randomized_response(event):
+        return 0.0, {float(event.noise_parameter): count}
+    if isinstance(event, (dp_accounting.ComposedDpEvent, dp_accounting.SelfComposedDpEvent)):
+        inner, multiplier = (event.events, 1) if isinstance(event, dp_accounting.ComposedDpEvent) else ([event.event], event.count)
+        precision, responses = 0.0, {}
+        for part in inner:
+            parts = _gaussian_and_randomized_response_parts(part, count * int(multiplier))
+            if parts is None:
+                return None
+            precision += parts[0]
+            for noise, k in parts[1].items():
+                responses[noise] = responses.get(noise, 0) + k
+        return precision, responses
+    return None
 
 
-def _pld_accountant() -> pld.PLDAccountant:
-    return pld.PLDAccountant(NEIGHBORING_RELATION, value_discretization_interval=_PLD_DISCRETIZATION)
+def _pld_epsilon(gaussian_precision: float, responses: dict, delta: float) -> float:
+    """Epsilon at ``delta`` of ``responses`` composed with one Gaussian of ``mu**2 =
+    gaussian_precision``, by ``dp_accounting``'s privacy loss distributions (pessimistic
+    discretisation: an upper bound).
+
+    The Gaussian events compose exactly into one Gaussian (Gaussian DP, Dong, Roth & Su 2022,
+    Cor. 3.3: ``mu**2`` adds), whose dominating pair in the library convention is ``N(0, z**2)``
+    against ``N(1, z**2)`` with ``z = 1 / mu``: ``from_gaussian_mechanism(z, sensitivity=1)`` under
+    add-or-remove, whose two directions coincide without sampling. Each group of ``k`` equal
+    randomized responses is ``self_compose(k)`` of its PLD, applied here explicitly.
+    """
+    if math.isinf(gaussian_precision) or any(noise == 0 for noise in responses):
+        return math.inf
+    distributions = []
+    if gaussian_precision > 0:
+        distributions.append(pld.privacy_loss_distribution.from_gaussian_mechanism(
+            standard_deviation=1.0 / math.sqrt(gaussian_precision), sensitivity=1.0,
+            value_discretization_interval=_PLD_DISCRETIZATION,
+            neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ))
+    for noise, count in sorted(responses.items()):
+        response = pld.privacy_loss_distribution.from_randomized_response(
+            noise_parameter=noise, num_buckets=2, value_discretization_interval=_PLD_DISCRETIZATION,
+            neighboring_relation=NEIGHBORING_RELATION,
+        )
+        distributions.append(response.self_compose(count) if count > 1 else response)
+    if not distributions:
+        return 0.0
+    total = distributions[0]
+    for distribution in distributions[1:]:
+        total = total.compose(distribution)
+    return float(total.get_epsilon_for_delta(delta))
+
+
+def exact_gaussian_epsilon(mu: float, delta: float) -> float:
+    """Exact epsilon at ``delta`` of one Gaussian release with ``mu = Delta / sigma`` (``mu``-GDP).
+
+    The privacy curve of the Gaussian mechanism (Balle & Wang 2018, Thm 8; ``feldman.md`` §0.3 C4),
+    ``delta(eps) = Phi(-eps / mu + mu / 2) - e**eps Phi(-eps / mu - mu / 2)``, decreasing in
+    ``eps``, solved for ``eps``. A closed form independent of the accountants: the lower bound of
+    :func:`_exact_lower_bound`.
+    """
+    if mu <= 0:
+        return 0.0
+    if math.isinf(mu):
+        return math.inf
+
+    def curve(eps: float) -> float:
+        return float(ndtr(-eps / mu + mu / 2) - np.exp(eps + log_ndtr(-eps / mu - mu / 2)))
+
+    if curve(0.0) <= delta:
+        return 0.0
+    upper = 1.0
+    while curve(upper) > delta:
+        upper *= 2.0
+    return float(brentq(lambda eps: curve(eps) - delta, 0.0, upper, xtol=1e-12, rtol=1e-12))
+
+
+def exact_randomized_response_epsilon(noise_parameter: float, count: int, delta: float) -> float:
+    """Exact epsilon at ``delta`` of ``count`` binary randomized responses (each pure
+    ``eps_0``-DP, ``eps_0 = ln((2 - q) / q)``), composed.
+
+    Their privacy loss is ``(count - 2 j) eps_0`` with probability ``C(count, j) p**(count - j)
+    q'**j`` (``p = e**eps_0 / (1 + e**eps_0)``, ``q' = 1 - p``, ``j`` the responses that flip), so
+    ``delta(eps) = sum_j C(count, j) [p**(count - j) q'**j - e**eps p**j q'**(count - j)]_+``
+    (Kairouz, Oh & Viswanath 2015, Thm 3.3: the exact composition of randomized responses, which
+    dominates every ``count``-fold composition of ``eps_0``-DP mechanisms), solved for ``eps``.
+    """
+    eps0 = _randomized_response_epsilon(dp_accounting.RandomizedResponseDpEvent(noise_parameter, 2))
+    if math.isinf(eps0):
+        return math.inf
+    j = np.arange(count + 1)
+    log_choose = gammaln(count + 1) - gammaln(j + 1) - gammaln(count - j + 1)
+    log_p, log_q = -np.logaddexp(0.0, -eps0), -np.logaddexp(0.0, eps0)
+    log_positive = log_choose + (count - j) * log_p + j * log_q
+    log_negative = log_choose + j * log_p + (count - j) * log_q
+    loss = (count - 2 * j) * eps0
+
+    def curve(eps: float) -> float:
+        above = loss > eps
+        return float(np.sum(np.exp(log_positive[above]) - np.exp(eps + log_negative[above])))
+
+    if curve(0.0) <= delta:
+        return 0.0
+    return float(brentq(lambda eps: curve(eps) - delta, 0.0, count * eps0, xtol=1e-12, rtol=1e-12))
+
+
+def _exact_lower_bound(gaussian_precision: float, responses: dict, delta: float) -> float:
+    """A value every valid epsilon of the composition must reach: the exact epsilon of its
+    Gaussian part, and of each group of equal randomized responses, whichever is larger. A
+    sub-composition's output is a function of the whole composition's, so its exact epsilon
+    bounds the whole one's from below (post-processing)."""
+    bounds = [exact_gaussian_epsilon(math.sqrt(gaussian_precision), delta)]
+    bounds += [exact_randomized_response_epsilon(noise, count, delta) for noise, count in responses.items()]
+    return max(bounds)
 
 
 def _rdp_accountant() -> rdp.RdpAccountant:
     return rdp.RdpAccountant(orders=_RDP_ORDERS, neighboring_relation=NEIGHBORING_RELATION)
+
+
+def _checked_minimum(candidates: dict, lower_bound: float, event) -> float:
+    """The smallest of the accountants' epsilons, after checking that none is below
+    ``lower_bound`` (the exact epsilon of a sub-composition): one that is has lost part of the
+    event, and its answer is not trusted."""
+    tolerance = 1e-6 * max(1.0, lower_bound)
+    for name, value in candidates.items():
+        if value < lower_bound - tolerance:
+            raise AccountingError(
+                f"The {name} conversion of {event!r} gives epsilon={value:.6g}, below the exact "
+                f"epsilon {lower_bound:.6g} of a part of it: an accountant dropped part of the "
+                "composition. Nothing is released; please report this."
+            )
+    return float(min(candidates.values()))
 
 
 def _check_delta(delta: float) -> None:
@@ -477,17 +630,17 @@ def _epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
         return _rdp_only_epsilon(event, delta, _SAMPLED_RDP_ORDERS)
     if _contains(event, dp_accounting.dp_event.RepeatAndSelectDpEvent):
         return _rdp_only_epsilon(event, delta, _SELECTION_RDP_ORDERS)
-    candidates = []
-    pld_event = _as_pld_event(event)
-    accountant = _pld_accountant()
-    if accountant.supports(pld_event):
-        candidates.append(accountant.compose(pld_event).get_epsilon(delta))
+    parts = _gaussian_and_randomized_response_parts(event)
     accountant = _rdp_accountant()
+    if parts is None:
+        if not accountant.supports(event):
+            raise ValueError(f"No accountant supports the event {event!r} under REPLACE_ONE.")
+        return float(accountant.compose(event).get_epsilon(delta))
+    precision, responses = parts
+    candidates = {"PLD": _pld_epsilon(precision, responses, delta)}
     if accountant.supports(event):
-        candidates.append(accountant.compose(event).get_epsilon(delta))
-    if not candidates:
-        raise ValueError(f"No accountant supports the event {event!r} under REPLACE_ONE.")
-    return float(min(candidates))
+        candidates["RDP"] = float(accountant.compose(event).get_epsilon(delta))
+    return _checked_minimum(candidates, _exact_lower_bound(precision, responses, delta), event)
 
 
 _remembered_epsilon_of = lru_cache(maxsize=1024)(_epsilon_of)
