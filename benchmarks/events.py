@@ -106,9 +106,11 @@ def emitted_events() -> list[EmittedEvent]:
     for label, estimator, n_classes in estimators:
         X, y = _data(n_classes)
         for algorithm, solver in [("auto", None), *ALGORITHMS.items()]:
-            variants = [({}, DELTA)]
+            # the default (features scaled inside fit), then the solver's own event alone
+            unscaled = {"feature_scaling": None}
+            variants = [({}, DELTA), (unscaled, DELTA)]
             if getattr(solver, "supports_pure_dp", False):
-                variants += [({}, 0.0), ({"solver_options": {"noise": "laplace"}}, DELTA)]
+                variants += [({}, 0.0), (unscaled, 0.0), ({**unscaled, "solver_options": {"noise": "laplace"}}, DELTA)]
             for options, delta in variants:
                 model = estimator(epsilon=1.0, delta=delta, algorithm=algorithm, random_state=0,
                                   accountant=_CatchingAccountant(), **options)
@@ -116,7 +118,9 @@ def emitted_events() -> list[EmittedEvent]:
                     event = _caught_event(model, X, y)
                 except (ValueError, TypeError):
                     continue  # a combination the estimator refuses (e.g. multiclass objective perturbation)
-                name = f"{label} [{algorithm}{', ' + str(options['solver_options']) if options else ''}{', delta=0' if delta == 0 else ''}]"
+                name = (f"{label} [{algorithm}{', unscaled' if 'feature_scaling' in options else ''}"
+                        f"{', ' + str(options['solver_options']) if 'solver_options' in options else ''}"
+                        f"{', delta=0' if delta == 0 else ''}]")
                 events.append(EmittedEvent(name, event, delta if delta > 0 else DELTA))
     X, y = _data(2)
     scaler = DPStandardScaler(epsilon=1.0, delta=DELTA, feature_bounds=(-2, 2), accountant=_CatchingAccountant())
@@ -190,7 +194,7 @@ def independent_epsilon(event, delta: float) -> tuple[float, float]:
       sum_j P(L_rr = l_j) delta_G(eps - l_j)`` (the Gaussian part composes to one Gaussian,
       mu**2 adding; the randomized responses' loss distribution by explicit convolution).
     * zCDP (with Gaussians, rho = 1 / (2 z**2) each): the CKS20 conversion on a fine order grid.
-    * a bound at one Renyi order: the CKS20 conversion at that order.
+    * a bound at one Renyi order (with Gaussians): the CKS20 conversion at that order.
     * failure probability ``p``: the inner event at ``delta - p``.
     * objective perturbation: ``sum eps_0 +`` the Gaussian part at ``delta / 4**k``.
     * sampled Gaussians without replacement (batch 1 of n): below, the exact PLD of the dominating
@@ -224,10 +228,14 @@ def independent_epsilon(event, delta: float) -> tuple[float, float]:
                   for leaf, k in leaves)
         value = _cks_epsilon(lambda a: rho * a, delta)
         return value, value
-    if kinds == {FixedOrderRdpDpEvent}:
-        values = [_cks_epsilon(lambda a, e=leaf, k=k: k * e.rdp * np.ones_like(a), delta, [leaf.order]) for leaf, k in leaves]
-        assert len({leaf.order for leaf, _ in leaves}) == 1, "one order"
-        value = _cks_epsilon(lambda a: sum(k * leaf.rdp for leaf, k in leaves) * np.ones_like(a), delta, [leaves[0][0].order])
+    if FixedOrderRdpDpEvent in kinds and kinds <= {FixedOrderRdpDpEvent, dp_accounting.GaussianDpEvent}:
+        orders = {leaf.order for leaf, _ in leaves if isinstance(leaf, FixedOrderRdpDpEvent)}
+        assert len(orders) == 1, "one order"
+        (order,) = orders
+        # a Gaussian's Renyi divergence at order a is a / (2 z**2) (Mironov 2017, Prop. 7)
+        total = sum(k * (leaf.rdp if isinstance(leaf, FixedOrderRdpDpEvent) else order / (2 * leaf.noise_multiplier**2))
+                    for leaf, k in leaves)
+        value = _cks_epsilon(lambda a: total * np.ones_like(a), delta, [order])
         return value, value
     if kinds == {dp_accounting.SampledWithoutReplacementDpEvent}:
         ((step, count),) = leaves

@@ -447,7 +447,7 @@ def exact_gaussian_epsilon(mu: float, delta: float) -> float:
     upper = 1.0
     while curve(upper) > delta:
         upper *= 2.0
-    return float(brentq(lambda eps: curve(eps) - delta, 0.0, upper, xtol=1e-12, rtol=1e-12))
+    return _rounded_up(brentq(lambda eps: curve(eps) - delta, 0.0, upper, xtol=1e-12, rtol=1e-12))
 
 
 def exact_randomized_response_epsilon(noise_parameter: float, count: int, delta: float) -> float:
@@ -476,7 +476,13 @@ def exact_randomized_response_epsilon(noise_parameter: float, count: int, delta:
 
     if curve(0.0) <= delta:
         return 0.0
-    return float(brentq(lambda eps: curve(eps) - delta, 0.0, count * eps0, xtol=1e-12, rtol=1e-12))
+    return _rounded_up(brentq(lambda eps: curve(eps) - delta, 0.0, count * eps0, xtol=1e-12, rtol=1e-12))
+
+
+def _rounded_up(root: float) -> float:
+    """A root found to ``1e-12`` moved up by more than that: a reported epsilon never falls
+    below the exact one by the root finder's tolerance."""
+    return float(root) * (1.0 + 1e-10) + 1e-11
 
 
 def _exact_lower_bound(gaussian_precision: float, responses: dict, delta: float) -> float:
@@ -637,6 +643,11 @@ def _epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
             raise ValueError(f"No accountant supports the event {event!r} under REPLACE_ONE.")
         return float(accountant.compose(event).get_epsilon(delta))
     precision, responses = parts
+    if not responses:  # Gaussians only: one Gaussian of mu**2 = precision, converted exactly
+        return exact_gaussian_epsilon(math.sqrt(precision), delta)
+    if precision == 0 and len(responses) == 1:  # equal randomized responses only: exact too
+        ((noise, count),) = responses.items()
+        return exact_randomized_response_epsilon(noise, count, delta)
     candidates = {"PLD": _pld_epsilon(precision, responses, delta)}
     if accountant.supports(event):
         candidates["RDP"] = float(accountant.compose(event).get_epsilon(delta))
@@ -822,11 +833,20 @@ def calibrate_zcdp_rho(epsilon: float, delta: float, *, rtol: float = 1e-9) -> f
 
     Conversion: RDP accountant, Canonne–Kamath–Steinke 2020 Prop. 12 (``feldman.md`` §0.3, C3),
     minimised over the order grid. Reference values are the fixtures of ``feldman.md`` §0.3.
-    Remembered per ``(epsilon, delta, rtol)``: the bisection converts about 40 events (0.17 s),
-    more than a small fit, and every plan of a zCDP solver starts here.
+    The conversion ``eps(rho) = min_a a rho + log(1 - 1/a) - log(delta a) / (a - 1)`` (the RDP
+    accountant's formula, orders ``a > 1.01`` of its grid) is inverted in closed form: ``rho`` meets
+    epsilon at some order ``a`` iff ``rho <= (eps - log(1 - 1/a) + log(delta a) / (a - 1)) / a``,
+    so the largest ``rho`` is the maximum of that over the grid, checked against
+    :func:`epsilon_of` (a bisection to ``rtol`` if rounding put it above). Remembered per
+    ``(epsilon, delta, rtol)``: every plan of a zCDP solver starts here.
     """
     _check_epsilon(epsilon)
     _check_delta(delta)
+    orders = _RDP_ORDERS[_RDP_ORDERS > 1.01]
+    per_order = (epsilon - np.log1p(-1.0 / orders) + np.log(delta * orders) / (orders - 1.0)) / orders
+    rho = float(per_order.max()) * (1.0 - 1e-12)
+    if rho > 0 and epsilon_of(zcdp_event(rho), delta) <= epsilon:
+        return rho
     # Work on x = 1 / rho so that "larger x is more private", as in calibrate_noise.
     inverse_rho = calibrate_noise(lambda x: zcdp_event(1.0 / x), epsilon, delta, rtol=rtol)
     return 1.0 / inverse_rho

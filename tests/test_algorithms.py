@@ -84,7 +84,7 @@ def test_strongly_convex_reduction_needs_an_l2_penalty():
 def test_auto_picks_ftrl_for_a_non_euclidean_constraint_and_fits_an_l1_ball():
     X, y = data("logistic")
     model = DPLogisticRegression(constraint="l1", radius=3.0, accountant=PrivacyAccountant(),
-                                 random_state=0).fit(X, y)
+                                 random_state=0, data_norm=1.0, feature_scaling=None).fit(X, y)
     assert model.algorithm_ == "ftrl"
     augmented = np.append(model.coef_.ravel(), model.intercept_ / model.data_norm)
     assert np.abs(augmented).sum() <= 3.0 + 1e-9

@@ -136,7 +136,7 @@ def test_dplpregression_default_radius_follows_the_rule_and_bounds_lipschitz():
     for data_norm, y_bound, fit_intercept in [(1.0, 1.0, True), (2.0, 0.5, False)]:
         model = DPLpRegression(
             data_norm=data_norm, y_bound=y_bound, fit_intercept=fit_intercept, algorithm="phased_sgd",
-            random_state=0, accountant=PrivacyAccountant(),
+            random_state=0, accountant=PrivacyAccountant(), feature_scaling=None,
         ).fit(X, y)
         row_norm = data_norm * (math.sqrt(2.0) if fit_intercept else 1.0)
         assert model.radius_ == pytest.approx(defaults.REGRESSION_RANGE_FACTOR * y_bound / row_norm)

@@ -18,7 +18,7 @@ EMITTED = emitted_events()
 
 def test_every_estimator_and_algorithm_is_listed():
     sources = " ".join(e.source for e in EMITTED)
-    for name in ("DPLogisticRegression, 2 classes", "multinomial", "one-vs-rest", "DPLpRegression",
+    for name in ("DPLogisticRegression, 2 classes", "multinomial", "one-vs-rest", "DPLpRegression", "unscaled",
                  "DPStandardScaler", "DPSearchCV", "ledger", "[auto]", "laplace", "delta=0"):
         assert name in sources
 
@@ -30,7 +30,7 @@ def test_reported_epsilon_is_sound_and_tight(emitted):
     exists)."""
     lower, upper = independent_epsilon(emitted.event, emitted.delta)
     if math.isnan(lower):
-        pytest.skip("no independent conversion (private selection: its RDP bound is tested in test_model_selection)")
+        pytest.skip("no independent conversion of this composition (private selection: its RDP bound is tested in test_model_selection)")
     reported = epsilon_of(emitted.event, emitted.delta)
     assert reported >= lower * (1 - 1e-3)
     assert reported <= upper * 1.01 + 1e-9

@@ -20,7 +20,8 @@ def data():
 def test_pure_dp_from_the_estimator_uses_laplace_and_reports_epsilon(data, algorithm):
     X, y, _, _ = data
     ledger = PrivacyAccountant(epsilon=2.0, delta=1e-6)
-    model = DPLogisticRegression(epsilon=1.0, delta=0.0, algorithm=algorithm, accountant=ledger, random_state=0)
+    model = DPLogisticRegression(epsilon=1.0, delta=0.0, algorithm=algorithm, accountant=ledger, random_state=0,
+                                 feature_scaling=None)
     model.fit(X, y)
     assert model.solver_info_["noise"] == "laplace"
     assert model.delta_ == 0.0 and 0.999 < model.epsilon_ <= 1.0
@@ -31,7 +32,8 @@ def test_pure_dp_from_the_estimator_uses_laplace_and_reports_epsilon(data, algor
 
 def test_pure_dp_with_several_tasks_splits_epsilon_by_basic_composition(data):
     X, _, _, y3 = data
-    model = DPHingeSVM(epsilon=1.5, delta=0.0, algorithm="localization", accountant=PrivacyAccountant()).fit(X, y3)
+    model = DPHingeSVM(epsilon=1.5, delta=0.0, algorithm="localization", accountant=PrivacyAccountant(),
+                       feature_scaling=None).fit(X, y3)
     assert model.dp_event_.count == 3 and model.dp_event_.event == pure_dp_event(0.5)
     assert 1.49 < model.epsilon_ <= 1.5
 

@@ -252,7 +252,8 @@ def test_estimators_shuffle_the_clipped_copy_and_solvers_that_shuffle_read_it_in
 
     original = type(solver).run
     monkeypatch.setattr(type(solver), "run", spy)
-    DPLogisticRegression(algorithm=algorithm, epsilon=5.0, random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+    DPLogisticRegression(algorithm=algorithm, epsilon=5.0, random_state=0, accountant=PrivacyAccountant(),
+                         feature_scaling=None).fit(X, y)
     assert getattr(solver, "shuffles_rows", False) is in_sequence
     if in_sequence:
         np.testing.assert_array_equal(seen["kwargs"]["order"], np.arange(400))

@@ -29,7 +29,8 @@ def binary_data():
 def test_fit_sets_public_attributes_and_spends_at_most_the_target(binary_data):
     X, y = binary_data
     ledger = PrivacyAccountant()
-    model = DPLogisticRegression(epsilon=0.7, delta=1e-6, random_state=0, accountant=ledger).fit(X, y)
+    model = DPLogisticRegression(epsilon=0.7, delta=1e-6, random_state=0, accountant=ledger,
+                                 data_norm=1.0, feature_scaling=None).fit(X, y)
     assert model.coef_.shape == (1, 5) and model.intercept_.shape == (1,)
     assert model.algorithm_ == "noisy_gd"  # the auto rule for a smooth loss at this size
     assert model.epsilon_ <= 0.7 and model.delta_ == 1e-6
@@ -281,8 +282,8 @@ def test_rows_are_clipped_to_data_norm(binary_data):
     # Scaling rows beyond the bound changes nothing: they are clipped to the same sphere.
     X, y = binary_data
     X_unit = X / np.linalg.norm(X, axis=1, keepdims=True)
-    a = DPLogisticRegression(random_state=0).fit(X_unit, y)
-    b = DPLogisticRegression(random_state=0).fit(X_unit * 50.0, y)
+    a = DPLogisticRegression(random_state=0, data_norm=1.0, feature_scaling=None).fit(X_unit, y)
+    b = DPLogisticRegression(random_state=0, data_norm=1.0, feature_scaling=None).fit(X_unit * 50.0, y)
     np.testing.assert_allclose(a.coef_, b.coef_)
     assert math.isclose(a.intercept_[0], b.intercept_[0])
 

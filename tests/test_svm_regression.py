@@ -76,8 +76,14 @@ def test_multiclass_one_vs_rest_splits_the_budget_and_composes():
     model = make_pipeline(Normalizer(), DPHingeSVM(epsilon=3.0, accountant=ledger, random_state=0)).fit(X, y)
     svm = model[-1]
     assert svm.coef_.shape == (3, 13) and svm.intercept_.shape == (3,)
-    assert isinstance(svm.dp_event_, dp_accounting.SelfComposedDpEvent) and svm.dp_event_.count == 3
+    # the scaling release, then the three one-vs-rest models on the same rows
+    scaling_event, tasks_event = svm.dp_event_.events
+    assert all(isinstance(e, dp_accounting.GaussianDpEvent) for e in scaling_event.events)  # magnitudes, moments
+    assert isinstance(tasks_event, dp_accounting.SelfComposedDpEvent) and tasks_event.count == 3
     assert len(ledger.history) == 1 and ledger.history[0].event == svm.dp_event_
+    unscaled = DPHingeSVM(epsilon=3.0, accountant=ledger, random_state=0, feature_scaling=None)
+    unscaled.fit(Normalizer().fit_transform(X), y)
+    assert isinstance(unscaled.dp_event_, dp_accounting.SelfComposedDpEvent) and unscaled.dp_event_.count == 3
     # the split uses the budget: at most 0.1% (the bisection tolerance) plus rounding is left
     assert 0.97 * 3.0 <= svm.epsilon_ <= 3.0
     assert svm.epsilon_ == pytest.approx(epsilon_of(svm.dp_event_, svm.delta_))

@@ -21,13 +21,21 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..smoothing import default_smoothing_width, smooth
-from ..accounting import PrivacyAccountant, calibrate_noise, epsilon_of, get_accountant
+from ..accounting import (
+    PrivacyAccountant,
+    calibrate_noise,
+    epsilon_of,
+    exact_gaussian_epsilon,
+    gaussian_noise_multiplier,
+    get_accountant,
+)
 from ..losses import PowerLoss
 from ..solvers import ALGORITHMS, Problem, select_algorithm
-from ..solvers._core import clipped_rows_in_order
+from ..solvers._core import clip_rows, clipped_rows_in_order
+from . import _scaling
 
 
 class PrivacyWarning(UserWarning):
@@ -64,10 +72,12 @@ def _composed(event, count: int):
 
 
 def _pure_epsilon(event) -> float:
-    """Pure epsilon of a pure-DP event, or of ``count`` of them composed (basic composition,
-    exact for pure DP: ``count`` binary randomized responses are ``count * epsilon``-DP and no
-    better at ``delta = 0``). ``epsilon_of`` converts at ``delta > 0`` only; its answer for a bare
-    binary randomized response does not depend on ``delta`` (it is the exact pure epsilon)."""
+    """Pure epsilon of a pure-DP event, or of several composed (basic composition, exact for pure
+    DP: ``count`` binary randomized responses are ``count * epsilon``-DP and no better at
+    ``delta = 0``). ``epsilon_of`` converts at ``delta > 0`` only; its answer for a bare binary
+    randomized response does not depend on ``delta`` (it is the exact pure epsilon)."""
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return sum(_pure_epsilon(part) for part in event.events)
     count = 1
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
         event, count = event.event, int(event.count)
@@ -93,7 +103,7 @@ class BaseDPLinearModel(BaseEstimator):
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
         # delta = 0 (pure DP) only for the solvers that support it (``supports_pure_dp``).
         "delta": [Interval(numbers.Real, 0, 1, closed="left")],
-        "data_norm": [Interval(numbers.Real, 0, None, closed="neither")],
+        "data_norm": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "radius": [Interval(numbers.Real, 0, None, closed="neither")],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
@@ -105,6 +115,7 @@ class BaseDPLinearModel(BaseEstimator):
         "random_state": ["random_state"],
         "accountant": [PrivacyAccountant, None],
         "verbose": ["verbose"],
+        "feature_scaling": [StrOptions({"standard"}), None],
     }
 
     def __init__(
@@ -112,7 +123,7 @@ class BaseDPLinearModel(BaseEstimator):
         *,
         epsilon=1.0,
         delta=1e-5,
-        data_norm=1.0,
+        data_norm=None,
         radius=10.0,
         alpha=0.0,
         fit_intercept=True,
@@ -124,6 +135,7 @@ class BaseDPLinearModel(BaseEstimator):
         random_state=None,
         accountant=None,
         verbose=0,
+        feature_scaling="standard",
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -139,6 +151,7 @@ class BaseDPLinearModel(BaseEstimator):
         self.random_state = random_state
         self.accountant = accountant
         self.verbose = verbose
+        self.feature_scaling = feature_scaling
 
     # -- hooks ----------------------------------------------------------------------------
     @abstractmethod
@@ -184,11 +197,33 @@ class BaseDPLinearModel(BaseEstimator):
             delattr(self, name)
 
     @property
+    def _data_norm(self) -> float | None:
+        """The public row bound: ``data_norm``; when it is ``None``, none without feature scaling's
+        orders of magnitude (:mod:`._scaling`, step 0), 1 (the historical default) otherwise."""
+        if self.data_norm is not None:
+            return float(self.data_norm)
+        return None if self.feature_scaling is not None else 1.0
+
+    @property
+    def _solver_data_norm(self) -> float:
+        """Norm bound of the rows the solver reads: ``data_norm``, or 1 when the rows are
+        standardised first (:mod:`._scaling` bounds them by 1)."""
+        return 1.0 if self.feature_scaling is not None else self._data_norm
+
+    @property
     def _row_norm_bound(self) -> float:
-        """Norm bound of an augmented row ``(x, data_norm)``: the intercept column has value
-        ``data_norm`` so that rescaling ``X`` and ``data_norm`` together leaves the model's
-        margins unchanged."""
-        return float(self.data_norm) * (np.sqrt(2.0) if self.fit_intercept else 1.0)
+        """Norm bound of an augmented row ``(x, c)`` the solver reads: the intercept column has
+        the value ``c`` of the rows' bound (:attr:`_solver_data_norm`), so that rescaling ``X``
+        and ``data_norm`` together leaves the model's margins unchanged."""
+        return self._solver_data_norm * (np.sqrt(2.0) if self.fit_intercept else 1.0)
+
+    def _clipped(self, X) -> np.ndarray:
+        """Validated rows for prediction, shrunk as ``fit`` clips them: ``x / feature_scales_``
+        clipped to norm ``row_norm_``, back in the units of ``x``. The model is a function of the
+        clipped row, on every row ``fit`` could have seen."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=False, dtype=np.float64, reset=False)
+        return clip_rows(X / self.feature_scales_, self.row_norm_) * self.feature_scales_
 
     @property
     def _domain_radius(self) -> float:
@@ -223,8 +258,9 @@ class BaseDPLinearModel(BaseEstimator):
         # and stream the copy in sequence.
         order_rng, task_rng = _generator(self.random_state).spawn(2)
         order = order_rng.permutation(n_samples)
-        data_norm = float(self.data_norm)
-        rows = clipped_rows_in_order(X, order, data_norm, fill=data_norm if self.fit_intercept else None)
+        data_norm = self._data_norm  # None: clipped once the orders of magnitude are released
+        fill = self._solver_data_norm if self.fit_intercept else None
+        rows = clipped_rows_in_order(X, order, np.inf if data_norm is None else data_norm, fill=fill)
         del X
         tasks = self._tasks(targets[order])
         if self.delta >= 1.0 / n_samples:
@@ -256,20 +292,31 @@ class BaseDPLinearModel(BaseEstimator):
                 task_problem = self._problem(n_samples, n_columns, loss, epsilon)
             return task_problem, solver.plan(task_problem)
 
-        # Public quantities only, before the rows are read. Several tasks on the same rows
-        # compose: the per-task target is the largest whose composition meets (epsilon, delta).
-        if len(tasks) == 1:
+        # Public quantities only, before the rows are read. The scaling release and several
+        # tasks on the same rows compose: the per-task target is the largest whose composition
+        # meets (epsilon, delta).
+        scaling = self._plan_scaling(n_samples, n_features)
+
+        def fit_event(task_epsilon: float):
+            event = _composed(plan_for(task_epsilon)[1].dp_event, len(tasks))
+            return event if scaling is None else dp_accounting.ComposedDpEvent([scaling.dp_event, event])
+
+        if pure:  # basic composition is exact for pure DP (:func:`_pure_epsilon`)
+            scaling_epsilon = 0.0 if scaling is None else _pure_epsilon(scaling.dp_event)
+            task_epsilon = (float(self.epsilon) - scaling_epsilon) / len(tasks)
+        elif len(tasks) == 1 and scaling is None:
             task_epsilon = float(self.epsilon)
-        elif pure:  # basic composition is exact for pure DP (:func:`_pure_epsilon`)
-            task_epsilon = float(self.epsilon) / len(tasks)
         else:
-            task_epsilon = 1.0 / calibrate_noise(
-                lambda inverse: _composed(plan_for(1.0 / inverse)[1].dp_event, len(tasks)),
-                float(self.epsilon), float(self.delta), initial=len(tasks) / float(self.epsilon),
-                rtol=1e-3,  # gives up at most 0.1% of the budget, ten bisection steps fewer
-            )
+            task_epsilon = self._task_epsilon_guess(len(tasks))
+            spent = epsilon_of(fit_event(task_epsilon), float(self.delta))
+            if not (1 - 1e-3) * float(self.epsilon) <= spent <= float(self.epsilon):
+                task_epsilon = 1.0 / calibrate_noise(
+                    lambda inverse: fit_event(1.0 / inverse),
+                    float(self.epsilon), float(self.delta), initial=1.0 / task_epsilon,
+                    rtol=1e-3,  # gives up at most 0.1% of the budget, ten bisection steps fewer
+                )
         task_problem, plan = plan_for(task_epsilon)
-        event = _composed(plan.dp_event, len(tasks))
+        event = fit_event(task_epsilon)
         spent_epsilon = _pure_epsilon(event) if pure else epsilon_of(event, float(self.delta))
         accountant = self.accountant if self.accountant is not None else get_accountant()
         accountant.charge(
@@ -279,6 +326,10 @@ class BaseDPLinearModel(BaseEstimator):
             epsilon=spent_epsilon,
             delta=float(self.delta),
         )
+        feature_scales, row_norm = np.ones(n_features), data_norm
+        if scaling is not None:
+            feature_scales, *standardisation = self._standardise(rows, scaling, order_rng.spawn(1)[0])
+            row_norm = scaling.data_norm
         task_rngs = task_rng.spawn(len(tasks))
         in_sequence = {"order": np.arange(n_samples)} if getattr(solver, "shuffles_rows", False) else {}
         results = [solver.run(plan, rows, t, task_problem, r, **in_sequence) for t, r in zip(tasks, task_rngs)]
@@ -286,6 +337,10 @@ class BaseDPLinearModel(BaseEstimator):
             print(f"[{type(self).__name__}] algorithm={algorithm} tasks={len(tasks)} "
                   + " ".join(f"{k}={v}" for k, v in results[0].info.items()))
         self._store_coef(np.vstack([np.atleast_2d(r.coef) for r in results]))
+        if scaling is not None:
+            self._fold_scaling(feature_scales, *standardisation)
+        self.feature_scales_ = feature_scales
+        self.row_norm_ = float(row_norm)
         self.algorithm_ = algorithm
         self.loss_ = task_problem.loss
         self.dp_event_ = event
@@ -293,6 +348,63 @@ class BaseDPLinearModel(BaseEstimator):
         self.delta_ = float(self.delta)
         self.n_gradients_ = sum(r.n_gradients for r in results)
         self.solver_info_ = dict(results[0].info)
+
+    def _plan_scaling(self, n_samples: int, n_features: int):
+        """The plan of the scaling release (:mod:`._scaling`), or ``None`` without scaling: a
+        share :data:`~._scaling.SCALING_SHARE` of the fit's ``mu**2`` (``delta > 0``; ``mu`` of
+        the one Gaussian release that meets (epsilon, delta)) or of its ``epsilon`` (``delta =
+        0``)."""
+        if self.feature_scaling is None:
+            return None
+        share = _scaling.SCALING_SHARE
+        if self._data_norm is None:
+            share += _scaling.MAGNITUDE_SHARE
+        if float(self.delta) == 0.0:
+            return _scaling.plan_scaling(n_samples, n_features, self._data_norm,
+                                         pure_epsilon=share * float(self.epsilon))
+        mu = 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
+        return _scaling.plan_scaling(n_samples, n_features, self._data_norm, gaussian_mu=math.sqrt(share) * mu)
+
+    def _task_epsilon_guess(self, n_tasks: int) -> float:
+        """The per-task epsilon if every release is Gaussian: the epsilon of one task's share of
+        ``mu**2`` (exact then, and used as it is; where the calibration starts otherwise)."""
+        mu = 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
+        scaling = self.feature_scaling is not None
+        share = 1.0 - (_scaling.SCALING_SHARE if scaling else 0.0)
+        share -= _scaling.MAGNITUDE_SHARE if scaling and self._data_norm is None else 0.0
+        return exact_gaussian_epsilon(mu * math.sqrt(share / n_tasks), float(self.delta))
+
+    def _standardise(self, rows: np.ndarray, scaling, rng: np.random.Generator) -> tuple:
+        """Release the rows' orders of magnitude when there is no public ``data_norm``, divide
+        and clip the rows, release their noisy moments and standardise them, in place
+        (:func:`~._scaling.release_magnitudes`, :func:`~._scaling.release_moments`,
+        :func:`~._scaling.standardise_rows`). Without an intercept the rows are scaled but not
+        centred (the model stays a linear map through the origin), as
+        ``StandardScaler(with_mean=False)`` does. Returns ``(feature_scales, mean, scale, C)``
+        for :meth:`_fold_scaling`."""
+        features = rows[:, :scaling.n_features]
+        feature_scales = np.ones(scaling.n_features)
+        if scaling.magnitude_noise is not None:
+            magnitude_rng, rng = rng.spawn(2)
+            feature_scales = _scaling.release_magnitudes(features, scaling, magnitude_rng)
+            features /= feature_scales
+            clip_rows(features, scaling.data_norm, out=features)
+        mean, scale = _scaling.release_moments(features, scaling, rng)
+        if not self.fit_intercept:
+            scale = np.sqrt(scale**2 + mean**2)  # the root mean square: floored second moment
+            mean = np.zeros_like(mean)
+        _scaling.standardise_rows(features, mean, scale, scaling.clip_norm)
+        return feature_scales, mean, scale, scaling.clip_norm
+
+    def _fold_scaling(self, feature_scales: np.ndarray, mean: np.ndarray, scale: np.ndarray, clip_norm: float) -> None:
+        """``coef_`` / ``intercept_`` on the clipped rows in the units of ``X``
+        (:func:`~._scaling.fold_scaling`, then the orders of magnitude)."""
+        coef = np.atleast_2d(self.coef_)
+        intercept = np.atleast_1d(self.intercept_)
+        folded, shifted = _scaling.fold_scaling(coef, intercept, mean, scale, clip_norm)
+        folded = folded / feature_scales
+        self.coef_ = folded.reshape(np.shape(self.coef_))
+        self.intercept_ = shifted if np.ndim(self.intercept_) else float(shifted[0])
 
     def _configured_solver(self, algorithm: str):
         """The registered solver of ``algorithm`` with this estimator's solver options.
@@ -380,7 +492,7 @@ class BaseDPLinearModel(BaseEstimator):
         """Split the augmented parameter into ``coef_`` and ``intercept_``."""
         if self.fit_intercept:
             self.coef_ = coef[:, :-1].copy()
-            self.intercept_ = coef[:, -1] * float(self.data_norm)
+            self.intercept_ = coef[:, -1] * self._solver_data_norm
         else:
             self.coef_ = coef.copy()
             self.intercept_ = np.zeros(coef.shape[0])
@@ -422,7 +534,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         *,
         epsilon=1.0,
         delta=1e-5,
-        data_norm=1.0,
+        data_norm=None,
         radius=10.0,
         alpha=0.0,
         fit_intercept=True,
@@ -435,12 +547,14 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         accountant=None,
         verbose=0,
         classes=None,
+        feature_scaling="standard",
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
             fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state, accountant=accountant, verbose=verbose,
+            feature_scaling=feature_scaling,
         )
         self.classes = classes
 
@@ -495,6 +609,21 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         if classes.size == 2:
             return np.where(indices == 1, 1.0, -1.0)
         return indices
+
+    def decision_function(self, X):
+        """Confidence scores ``clip(X) @ coef_.T + intercept_``, each row clipped to
+        ``data_norm`` as in ``fit``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes, (n_samples, n_classes) otherwise
+        """
+        scores = self._clipped(X) @ self.coef_.T + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -27,16 +27,19 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         (a :class:`PrivacyWarning` is issued otherwise). ``delta=0`` asks for pure epsilon-DP,
         which only ``algorithm='localization'`` and ``'epoch_growth'`` provide (Laplace noise);
         every other algorithm, ``'auto'`` included, refuses it.
-    data_norm : float, default=1.0
+    data_norm : float or None, default=None
         Public bound on the Euclidean norm of a feature row. Rows with a larger norm are scaled
-        down to it inside ``fit`` (a per-row map: no privacy cost). It must not be computed
-        from the training data. With ``Normalizer()`` in front, ``data_norm=1`` clips nothing.
-        With ``fit_intercept=True`` the intercept is the coefficient of a constant column of
-        value ``data_norm``, so an augmented row has norm at most ``sqrt(2) * data_norm``.
+        down to it inside ``fit`` (a per-row map: no privacy cost), and ``predict`` and
+        ``decision_function`` scale their rows the same way. It must not be computed from the
+        training data. With ``Normalizer()`` in front, ``data_norm=1`` clips nothing. ``None``:
+        with ``feature_scaling`` the rows are clipped after a private per-feature order of
+        magnitude (no public bound needed, ``row_norm_`` holds the bound used); without it, 1.
     radius : float, default=10.0
-        Public radius of the parameter domain: the released ``(coef, intercept / data_norm)``
-        has Euclidean (Frobenius for multiclass) norm at most ``radius``. The default suits rows
-        of norm about 1; a larger radius allows sharper models but smaller steps per unit noise.
+        Public radius of the parameter domain of the rows the solver reads (norm at most 1 with
+        ``feature_scaling``, ``data_norm`` without): their ``(coef, intercept / c)``, ``c`` that
+        norm bound, has Euclidean (Frobenius for multiclass) norm at most ``radius``. The default
+        suits rows of norm about 1; a larger radius allows sharper models but smaller steps per
+        unit noise.
     alpha : float, default=0.0
         Strength of an L2 penalty ``alpha ||w||**2 / 2`` added to the loss (on the augmented
         parameter, intercept included). It makes the objective strongly convex; the penalty's
@@ -84,6 +87,17 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         in the training data without privacy accounting, and issues a
         :class:`~skdpsco.PrivacyWarning` naming ``classes=`` (once per fit); pass the known label
         set to avoid that. Labels of ``y`` outside ``classes`` are an error.
+    feature_scaling : {'standard'} or None, default='standard'
+        Learn the features' scales privately inside ``fit`` and train on standardised rows
+        (``skdpsco.linear_model._scaling``): without a public ``data_norm``, a noisy histogram of
+        each feature's binary order of magnitude first brings every feature to about 1; then
+        noisy per-feature means and second moments of the clipped rows (replace-one
+        sensitivity ``sqrt(6) B**2``, whatever ``n_features``) standardise them, and the
+        standardised rows are clipped to norm ``sqrt(d)`` and divided by it. The scaling is
+        folded into ``coef_`` and ``intercept_``, so the model predicts raw rows. Its releases
+        and the solver compose into the fit's one event, within ``epsilon``; they get a public
+        share of the budget (``_scaling.SCALING_SHARE``, ``MAGNITUDE_SHARE``). ``None``: train on
+        the clipped rows as they are (the models of earlier releases).
 
     Attributes
     ----------
@@ -103,11 +117,17 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         Per-example gradient evaluations (``n_samples`` for one-pass algorithms).
     solver_info_ : dict
         Public diagnostics of the schedule (number of steps, batch sizes, noise scale).
+    feature_scales_ : ndarray of shape (n_features,)
+        The per-feature divisors applied before the row clip: powers of two released by the
+        private order-of-magnitude histogram (``feature_scaling`` without ``data_norm``), ones
+        otherwise.
+    row_norm_ : float
+        The norm the rows ``X / feature_scales_`` are clipped to, in ``fit`` and in prediction.
 
     Notes
     -----
-    Privacy model: replace-one neighbouring datasets; the bounds ``data_norm`` and ``radius`` and
-    the sizes ``n_samples`` and ``n_features`` are public; nothing else computed from the rows
+    Privacy model: replace-one neighbouring datasets; the bounds ``data_norm`` and ``radius``, the
+    scaling rule's constants and the sizes ``n_samples`` and ``n_features`` are public; nothing else computed from the rows
     leaves ``fit`` except through the accounted mechanism. Snowball-SGD releases only its last
     iterate; its guarantee is privacy amplification by iteration (Feldman, Mironov, Talwar &
     Thakurta 2018), a zCDP bound converted to (epsilon, delta) with ``dp-accounting``.

@@ -29,12 +29,13 @@ class DPLpRegression(SmoothingMixin, RegressorMixin, BaseDPLinearModel):
     Parameters
     ----------
     epsilon, delta, data_norm, alpha, fit_intercept, algorithm, constraint, constraint_p, \
-step_scale, solver_options, random_state, accountant, verbose
+step_scale, solver_options, random_state, accountant, verbose, feature_scaling
         As in :class:`~skdpsco.DPLogisticRegression`.
     radius : float or None, default=None
         Public radius of the parameter domain, as in :class:`~skdpsco.DPLogisticRegression`.
         ``None``: :func:`skdpsco.defaults.regression_radius`, ``2 y_bound / B`` with ``B`` the
-        row bound (``sqrt(2) data_norm`` with the intercept column): models whose predictions
+        row bound of the rows the solver reads (``sqrt(2) c`` with the intercept column, ``c`` = 1
+        with ``feature_scaling``, ``data_norm`` without): models whose predictions
         reach twice the target bound. The Lipschitz constant, hence the noise, grows with the
         radius for ``p > 1``, so a radius much larger than the models worth fitting costs
         accuracy (the former default ``radius=10`` did worse than predicting zero on synthetic
@@ -94,7 +95,7 @@ step_scale, solver_options, random_state, accountant, verbose
         *,
         epsilon=1.0,
         delta=1e-5,
-        data_norm=1.0,
+        data_norm=None,
         radius=None,
         alpha=0.0,
         fit_intercept=True,
@@ -109,13 +110,14 @@ step_scale, solver_options, random_state, accountant, verbose
         p=2.0,
         y_bound=1.0,
         smoothing_width=None,
+        feature_scaling="standard",
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
             fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state,
-            accountant=accountant, verbose=verbose,
+            accountant=accountant, verbose=verbose, feature_scaling=feature_scaling,
         )
         self.p = p
         self.y_bound = y_bound
@@ -160,7 +162,8 @@ step_scale, solver_options, random_state, accountant, verbose
         self.intercept_ = float(self.intercept_[0])
 
     def predict(self, X):
-        """Predicted targets ``X @ coef_ + intercept_``.
+        """Predicted targets ``clip(X) @ coef_ + intercept_``, each row clipped to ``data_norm`` as
+        in ``fit``.
 
         Parameters
         ----------
@@ -170,9 +173,7 @@ step_scale, solver_options, random_state, accountant, verbose
         -------
         ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=False, dtype=np.float64, reset=False)
-        return X @ self.coef_ + self.intercept_
+        return self._clipped(X) @ self.coef_ + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -30,7 +30,7 @@ class DPHingeSVM(SmoothingMixin, BaseDPLinearClassifier):
     Parameters
     ----------
     epsilon, delta, data_norm, radius, alpha, fit_intercept, algorithm, constraint, \
-constraint_p, step_scale, solver_options, random_state, accountant, verbose, classes
+constraint_p, step_scale, solver_options, random_state, accountant, verbose, classes, feature_scaling
         As in :class:`~skdpsco.DPLogisticRegression`.
     loss : {'hinge', 'squared_hinge', 'q_hinge'}, default='hinge'
         ``(1 - y z)_+``, its square, or ``(1 - y z)_+ ** q``.
@@ -83,7 +83,7 @@ constraint_p, step_scale, solver_options, random_state, accountant, verbose, cla
         *,
         epsilon=1.0,
         delta=1e-5,
-        data_norm=1.0,
+        data_norm=None,
         radius=10.0,
         alpha=0.0,
         fit_intercept=True,
@@ -99,13 +99,14 @@ constraint_p, step_scale, solver_options, random_state, accountant, verbose, cla
         loss="hinge",
         q=1.5,
         smoothing_width=None,
+        feature_scaling="standard",
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
             fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state,
-            accountant=accountant, verbose=verbose, classes=classes,
+            accountant=accountant, verbose=verbose, classes=classes, feature_scaling=feature_scaling,
         )
         self.loss = loss
         self.q = q

@@ -1,0 +1,281 @@
+"""Private feature scaling inside ``fit`` (issue 15): find each feature's order of magnitude,
+standardise the clipped rows with noisy per-feature means and second moments, then train on the
+standardised rows, bounded again.
+
+The data flow of one scaled fit (``BaseDPLinearModel._fit_steps``):
+
+0. without a public row bound (``data_norm=None``, the default): one noisy histogram of every
+   feature's binary order of magnitude (:func:`release_magnitudes`) gives a power of two ``s_j``
+   per feature; the rows become ``x / s`` and the bound is ``B = sqrt(d)``, public. Raw tables whose
+   features differ by orders of magnitude (areas in thousands next to ratios below one) are
+   thereby brought to one scale before any clip; a row clip alone would keep the imbalance;
+1. the rows are clipped to the norm ``B`` (``data_norm`` when the user gives one);
+2. one noisy release of the per-feature sums ``sum_i x_i / B`` and ``sum_i x_i**2 / B**2``
+   (:func:`release_moments`) gives a mean and a scale per feature;
+3. each row becomes ``clip_C((x - mean) / scale) / C`` (:func:`standardise_rows`) with the public
+   norm ``C = STANDARDISED_NORM_FACTOR * sqrt(d)``, so the solver sees rows of norm at most 1;
+4. the solver's coefficients on those rows are folded back (:func:`fold_scaling`) into
+   ``coef_`` and ``intercept_`` on the rows of step 1: for a row the second clip leaves alone the
+   model is exactly the trained one.
+
+The releases of steps 0 and 2 and the solver's event compose into the fit's one event; the
+shares of the budget the releases get are :data:`MAGNITUDE_SHARE` and :data:`SCALING_SHARE`. Everything here depends on the rows only
+through that release: the noise, the floors and the norms are public functions of ``n``, ``d``,
+``B`` and the budget.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import dp_accounting
+import numpy as np
+
+from ..accounting import gaussian_event, pure_dp_event
+from ..solvers._core import release_noise
+
+__all__ = [
+    "GAUSSIAN_MOMENTS_SENSITIVITY",
+    "MAGNITUDE_RANGE",
+    "MAGNITUDE_SHARE",
+    "MAGNITUDE_THRESHOLD",
+    "MAGNITUDE_WINDOW",
+    "ROW_NORM_FACTOR",
+    "SCALING_SHARE",
+    "STANDARDISED_NORM_FACTOR",
+    "ScalingPlan",
+    "fold_scaling",
+    "laplace_moments_sensitivity",
+    "magnitude_bins",
+    "plan_scaling",
+    "release_magnitudes",
+    "release_moments",
+    "standardise_rows",
+]
+
+GAUSSIAN_MOMENTS_SENSITIVITY = math.sqrt(6.0)
+"""Replace-one ``l2``-sensitivity of ``v(D) = (sum_i x_i / B, sum_i x_i**2 / B**2)`` over rows of
+norm at most ``B`` (squares per coordinate).
+
+Proof: replacing row ``x`` by ``x'`` moves the first half by ``(x - x') / B``, of norm at most
+``2``; the second half by ``(x**2 - x'**2) / B**2``, whose squared norm is
+``sum_j (a_j - b_j)**2 <= sum_j a_j**2 + b_j**2`` for ``a_j = x_j**2 / B**2 >= 0`` and
+``b_j = x'_j**2 / B**2 >= 0``, and ``sum_j a_j**2 <= (sum_j a_j)**2 <= 1``: at most ``2``. Together
+``sqrt(4 + 2)``, whatever ``d`` (no per-feature bound is needed: the row clip bounds every
+feature by ``B``)."""
+
+SCALING_SHARE = 0.25
+"""Share of the budget spent on the scaling statistics: of ``mu**2`` when the fit is
+``mu``-GDP-calibrated (``delta > 0``: the release gets ``mu_s = sqrt(SCALING_SHARE) mu``, the
+solver the rest of the composed event), of ``epsilon`` at ``delta = 0`` (basic composition, exact
+for pure DP). Public; chosen on data that is not the benchmark's (``benchmarks/real.py
+--validation``, ``benchmarks/results/real_validation_*.md``)."""
+
+MAGNITUDE_SHARE = 0.1
+"""Share of the fit's budget (of ``mu**2``, or of ``epsilon`` at ``delta = 0``) spent on the
+per-feature orders of magnitude when no ``data_norm`` is given. Public; chosen with
+:data:`SCALING_SHARE`."""
+
+MAGNITUDE_RANGE = 40
+"""The orders of magnitude told apart: ``|x| = 2**k`` for ``k`` in ``[-40, 40]`` (about
+``1e-12`` to ``1e12``); smaller and larger magnitudes fall in the end bins, zeros in none."""
+
+MAGNITUDE_WINDOW = 3
+"""Adjacent binary orders of magnitude pooled by :func:`release_magnitudes`: the noisy count of
+a window of 3 has ``sqrt(3)`` times the noise of one bin and holds most entries of a feature that
+spans a few octaves."""
+
+MAGNITUDE_THRESHOLD = 4.0
+"""A window must hold more than 4 standard deviations of its noise to set a feature's scale: the
+largest of 80 windows of pure noise exceeds it with probability about ``80 * 3e-5``."""
+
+ROW_NORM_FACTOR = 0.5
+"""After the orders of magnitude, the rows ``x / s`` are clipped to ``B = ROW_NORM_FACTOR *
+sqrt(d)``: every feature is then about 1 or less in most rows, so ``sqrt(d)`` bounds a row whose
+features are all at their typical size, and half of it clips only rows with most features large
+(the moments' noise grows with ``B``). Public; chosen on the validation sets of
+``benchmarks/real.py`` (iris, modechoice: 0.5 at least as good as 1 at epsilon 1 and 3)."""
+
+STANDARDISED_NORM_FACTOR = 1.0
+"""The standardised rows are clipped to ``C = STANDARDISED_NORM_FACTOR * sqrt(d)``: a standardised
+row has ``E ||z||**2 = d``, so ``C`` is its typical norm, and dividing by ``C`` gives the solver rows
+of norm at most 1, the scale its defaults assume. Public; chosen with :data:`SCALING_SHARE`."""
+
+
+def laplace_moments_sensitivity(n_features: int) -> float:
+    """Replace-one ``l1``-sensitivity of the statistic of :data:`GAUSSIAN_MOMENTS_SENSITIVITY`.
+
+    ``||x - x'||_1 / B <= sqrt(d) ||x - x'||_2 / B <= 2 sqrt(d)``; ``||x**2 - x'**2||_1 / B**2 <=
+    (||x||**2 + ||x'||**2) / B**2 <= 2`` (non-negative entries). The pure-DP release (``delta =
+    0``) adds Laplace noise of scale ``(2 sqrt(d) + 2) / epsilon_s`` per coordinate (Dwork et al.
+    2006, the Laplace mechanism).
+    """
+    return 2.0 * math.sqrt(n_features) + 2.0
+
+
+@dataclass(frozen=True)
+class ScalingPlan:
+    """The public plan of the scaling release.
+
+    Attributes
+    ----------
+    n_samples, n_features : int
+    data_norm : float
+        ``B``, the norm the rows (divided by the magnitudes of step 0, if any) are clipped to.
+    noise_scale : float
+        Standard deviation (Gaussian) or scale (Laplace) of the noise on each coordinate of
+        ``v(D)`` (in units of ``B`` and ``B**2``).
+    laplace : bool
+        ``True`` for the pure-DP release.
+    dp_event : dp_accounting.DpEvent
+        The releases' event: ``gaussian_event(noise_scale, sqrt(6))`` or
+        ``pure_dp_event(epsilon_s)``, composed after the magnitudes' event when there is one.
+    magnitude_noise : float or None
+        Standard deviation (Gaussian) or scale (Laplace) of the noise on each count of the
+        magnitude histogram (step 0), ``None`` when ``data_norm`` is public.
+    """
+
+    n_samples: int
+    n_features: int
+    data_norm: float
+    noise_scale: float
+    laplace: bool
+    dp_event: dp_accounting.DpEvent
+    magnitude_noise: float | None = None
+
+    @property
+    def moment_noise_std(self) -> float:
+        """Standard deviation of the noise on one second moment, in units of ``B**2``."""
+        return self.noise_scale * (math.sqrt(2.0) if self.laplace else 1.0) / self.n_samples
+
+    @property
+    def clip_norm(self) -> float:
+        """``C``, the norm the standardised rows are clipped to (:data:`STANDARDISED_NORM_FACTOR`)."""
+        return STANDARDISED_NORM_FACTOR * math.sqrt(self.n_features)
+
+
+def magnitude_bins(X: np.ndarray) -> np.ndarray:
+    """Index ``k + MAGNITUDE_RANGE`` of the binary order of magnitude ``k = round(log2 |x|)`` of
+    every entry (clamped to the range), ``-1`` for zeros."""
+    with np.errstate(divide="ignore"):
+        exponents = np.rint(np.log2(np.abs(X)))
+    bins = np.clip(exponents, -MAGNITUDE_RANGE, MAGNITUDE_RANGE) + MAGNITUDE_RANGE
+    return np.where(X == 0, -1, bins).astype(np.int64)
+
+
+def magnitude_sensitivity(n_features: int, laplace: bool) -> float:
+    """Replace-one sensitivity of the ``d`` histograms of :func:`magnitude_bins`: a row adds one
+    count to at most one bin of each feature, so replacing it moves each feature's histogram by
+    at most ``2`` in ``l1`` and ``sqrt(2)`` in ``l2``: ``sqrt(2 d)`` in ``l2``, ``2 d`` in ``l1``
+    over all features."""
+    return 2.0 * n_features if laplace else math.sqrt(2.0 * n_features)
+
+
+def plan_scaling(n_samples: int, n_features: int, data_norm: float | None, *, gaussian_mu: float | None = None,
+                 pure_epsilon: float | None = None) -> ScalingPlan:
+    """Plan the releases for their share of the budget: ``gaussian_mu`` (``mu``-GDP, ``delta >
+    0``) or ``pure_epsilon`` (``delta = 0``); exactly one of them. With ``data_norm=None`` the
+    share is split between the magnitudes (:data:`MAGNITUDE_SHARE`) and the moments
+    (:data:`SCALING_SHARE`) in proportion, and the moments' bound is ``B = sqrt(d)``."""
+    if (gaussian_mu is None) == (pure_epsilon is None):
+        raise ValueError("plan_scaling needs exactly one of gaussian_mu and pure_epsilon.")
+    laplace = gaussian_mu is None
+    magnitudes = data_norm is None
+    share = SCALING_SHARE / (SCALING_SHARE + MAGNITUDE_SHARE) if magnitudes else 1.0
+    bound = ROW_NORM_FACTOR * math.sqrt(n_features) if magnitudes else float(data_norm)
+    if laplace:
+        noise = laplace_moments_sensitivity(n_features) / (share * float(pure_epsilon))
+        events = [pure_dp_event(share * float(pure_epsilon))]
+        if magnitudes:
+            rest = (1.0 - share) * float(pure_epsilon)
+            magnitude_noise = magnitude_sensitivity(n_features, True) / rest
+            events.insert(0, pure_dp_event(rest))
+    else:
+        mu = float(gaussian_mu)
+        noise = GAUSSIAN_MOMENTS_SENSITIVITY / (math.sqrt(share) * mu)
+        events = [gaussian_event(noise, GAUSSIAN_MOMENTS_SENSITIVITY)]
+        if magnitudes:
+            magnitude_noise = magnitude_sensitivity(n_features, False) / (math.sqrt(1.0 - share) * mu)
+            events.insert(0, gaussian_event(magnitude_noise, magnitude_sensitivity(n_features, False)))
+    event = events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
+    return ScalingPlan(int(n_samples), int(n_features), bound, noise, laplace, event,
+                       magnitude_noise if magnitudes else None)
+
+
+def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generator) -> np.ndarray:
+    """Per-feature power of two ``2**k_j``, the top of the window of :data:`MAGNITUDE_WINDOW`
+    adjacent binary orders of magnitude that holds the most entries of feature ``j`` in the noisy
+    histograms (:func:`magnitude_bins`, :func:`magnitude_sensitivity`), released through
+    :func:`~skdpsco.solvers._core.release_noise`.
+
+    A window's noisy count must exceed :data:`MAGNITUDE_THRESHOLD` standard deviations of its
+    noise, or the feature keeps the scale 1 (its values are not rescaled): with only noise in a
+    histogram (a feature that is mostly zero, or too few rows for the budget) the noisiest
+    window would otherwise pick an arbitrary power of two, and a tiny one would blow the feature
+    up until it dominated every clipped row. The top of the window, not its middle, errs towards
+    shrinking a feature, the safer side."""
+    bins = magnitude_bins(X)
+    width = 2 * MAGNITUDE_RANGE + 1
+    counts = np.zeros((plan.n_features, width))
+    for j in range(plan.n_features):
+        column = bins[:, j]
+        counts[j] = np.bincount(column[column >= 0], minlength=width)
+    draw = _laplace_noise if plan.laplace else None
+    noisy = counts + release_noise(counts, plan.magnitude_noise, rng, draw)
+    windows = sum(noisy[:, k: width - MAGNITUDE_WINDOW + 1 + k] for k in range(MAGNITUDE_WINDOW))
+    top = np.argmax(windows, axis=1)
+    count_std = plan.magnitude_noise * (math.sqrt(2.0) if plan.laplace else 1.0)
+    significant = windows[np.arange(plan.n_features), top] > MAGNITUDE_THRESHOLD * count_std * math.sqrt(MAGNITUDE_WINDOW)
+    exponents = top + MAGNITUDE_WINDOW - 1 - MAGNITUDE_RANGE
+    return np.where(significant, 2.0 ** exponents, 1.0)
+
+
+def _laplace_noise(rng: np.random.Generator, scale: float, shape) -> np.ndarray:
+    return rng.laplace(0.0, scale, size=shape)
+
+
+def release_moments(rows: np.ndarray, plan: ScalingPlan, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Noisy per-feature mean and scale of ``rows`` (clipped to ``plan.data_norm``).
+
+    Releases ``v(D) + noise`` (:data:`GAUSSIAN_MOMENTS_SENSITIVITY`) through
+    :func:`~skdpsco.solvers._core.release_noise`, then post-processes: ``mean = v_1 B / n``,
+    ``var = v_2 B**2 / n - mean**2`` floored at the noise level of a second moment
+    (``plan.moment_noise_std * B**2``, public), ``scale = sqrt(var)``. The floor keeps a feature
+    whose spread the noise cannot resolve from being blown up by a tiny or negative estimate.
+
+    Returns
+    -------
+    mean, scale : ndarray of shape (n_features,)
+    """
+    bound = plan.data_norm
+    statistic = np.concatenate([rows.sum(axis=0) / bound, np.einsum("ij,ij->j", rows, rows) / bound**2])
+    draw = _laplace_noise if plan.laplace else None
+    noisy = statistic + release_noise(statistic, plan.noise_scale, rng, draw)
+    d = plan.n_features
+    mean = noisy[:d] * bound / plan.n_samples
+    second = noisy[d:] * bound**2 / plan.n_samples
+    variance = np.maximum(second - mean**2, plan.moment_noise_std * bound**2)
+    return mean, np.sqrt(variance)
+
+
+def standardise_rows(rows: np.ndarray, mean: np.ndarray, scale: np.ndarray, clip_norm: float) -> None:
+    """In place: ``rows <- clip_C((rows - mean) / scale) / C`` (each row's norm at most 1)."""
+    rows -= mean
+    rows /= scale
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    rows *= (1.0 / np.maximum(norms, clip_norm))[:, None]
+
+
+def fold_scaling(coef: np.ndarray, intercept: np.ndarray, mean: np.ndarray, scale: np.ndarray,
+                 clip_norm: float) -> tuple[np.ndarray, np.ndarray]:
+    """``coef_``, ``intercept_`` on the clipped rows of a model ``coef @ z + intercept`` trained on
+    ``z = (x - mean) / (scale C)``: ``coef / (scale C)`` and ``intercept - coef_ @ mean``.
+
+    Parameters
+    ----------
+    coef : ndarray of shape (n_outputs, n_features)
+    intercept : ndarray of shape (n_outputs,)
+    """
+    folded = coef / (scale * clip_norm)
+    return folded, intercept - folded @ mean

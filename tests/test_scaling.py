@@ -1,0 +1,162 @@
+"""Private feature scaling inside fit (issue 15): the release's sensitivity, the folding of the
+scaling into coef_ / intercept_, the composed event, and prediction on clipped rows."""
+
+import itertools
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from sklearn.preprocessing import Normalizer
+
+import skdpsco.linear_model._scaling as scaling
+from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
+from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
+
+
+def _statistic(rows, bound):
+    return np.concatenate([rows.sum(axis=0) / bound, (rows**2).sum(axis=0) / bound**2])
+
+
+def _adversarial_rows(d, bound):
+    """Corners of the clipped ball: +-B on each axis, the diagonals, a row concentrated on two
+    coordinates, and zero."""
+    rows = [np.zeros(d)]
+    for j in range(d):
+        for sign in (1.0, -1.0):
+            rows.append(sign * bound * np.eye(d)[j])
+    for signs in itertools.product((1.0, -1.0), repeat=min(d, 3)):
+        row = np.zeros(d)
+        row[: len(signs)] = signs
+        rows.append(bound * row / np.linalg.norm(row))
+    for beta in np.linspace(0, 1, 11):
+        row = np.zeros(d)
+        row[0], row[1 % d] = -beta, math.sqrt(max(0.0, 1 - beta**2))
+        rows.append(bound * row / max(1.0, np.linalg.norm(row)))
+    return rows
+
+
+@pytest.mark.parametrize("d", [1, 2, 5])
+def test_moments_sensitivity_bounds_every_adversarial_pair(d):
+    """Replace-one l2 shift of the released statistic <= sqrt(6), its l1 shift <= 2 sqrt(d) + 2,
+    over the corners of the ball (and, for the mutation, > sqrt(6) / 2: a halved constant is caught)."""
+    bound = 3.0
+    rng = np.random.default_rng(0)
+    background = rng.normal(size=(4, d))
+    background *= bound / np.maximum(np.linalg.norm(background, axis=1, keepdims=True), bound)
+    largest_l2 = largest_l1 = 0.0
+    for a, b in itertools.product(_adversarial_rows(d, bound), repeat=2):
+        shift = _statistic(np.vstack([background, a]), bound) - _statistic(np.vstack([background, b]), bound)
+        largest_l2 = max(largest_l2, np.linalg.norm(shift))
+        largest_l1 = max(largest_l1, np.abs(shift).sum())
+    assert largest_l2 <= scaling.GAUSSIAN_MOMENTS_SENSITIVITY + 1e-12
+    assert largest_l1 <= scaling.laplace_moments_sensitivity(d) + 1e-12
+    assert largest_l2 > scaling.GAUSSIAN_MOMENTS_SENSITIVITY / 2  # the check can fail
+
+
+def test_release_draws_at_the_claimed_sensitivity(monkeypatch):
+    """White-box: the noise the release draws, divided by the event's noise multiplier, is the
+    sensitivity the event claims; the realised shift on neighbouring datasets stays below it."""
+    seen = []
+
+    def observe(value, scale, rng, draw=None):
+        seen.append((np.array(value), scale))
+        return np.zeros(np.shape(value))
+
+    monkeypatch.setattr(scaling, "release_noise", observe)
+    plan = scaling.plan_scaling(5, 2, 1.0, gaussian_mu=0.3)
+    claimed = seen_scale = None
+    rows = np.array([[1.0, 0.0], [0.0, 0.5], [0.3, 0.3], [0.0, 0.0], [0.6, -0.8]])
+    neighbour = rows.copy()
+    neighbour[0] = [-1.0, 0.0]
+    scaling.release_moments(rows, plan, np.random.default_rng(0))
+    scaling.release_moments(neighbour, plan, np.random.default_rng(0))
+    (v0, seen_scale), (v1, _) = seen
+    claimed = seen_scale / plan.dp_event.noise_multiplier
+    assert claimed == pytest.approx(scaling.GAUSSIAN_MOMENTS_SENSITIVITY)
+    assert np.linalg.norm(v0 - v1) <= claimed
+    assert plan.dp_event.noise_multiplier == pytest.approx(1 / 0.3)
+
+
+def test_standardised_rows_are_bounded_and_folding_is_exact_on_unclipped_rows():
+    rng = np.random.default_rng(1)
+    rows = rng.normal(size=(50, 4)) * [1.0, 10.0, 0.1, 3.0] + [5.0, -2.0, 0.0, 1.0]
+    mean, scale = rows.mean(axis=0), rows.std(axis=0)
+    clip_norm = 3.0
+    standardised = rows.copy()
+    scaling.standardise_rows(standardised, mean, scale, clip_norm)
+    assert np.linalg.norm(standardised, axis=1).max() <= 1 + 1e-12
+    coef, intercept = rng.normal(size=(2, 4)), rng.normal(size=2)
+    folded, shifted = scaling.fold_scaling(coef, intercept, mean, scale, clip_norm)
+    unclipped = np.linalg.norm((rows - mean) / scale, axis=1) <= clip_norm
+    assert unclipped.sum() > 10
+    np.testing.assert_allclose((rows @ folded.T + shifted)[unclipped],
+                               (standardised @ coef.T + intercept)[unclipped], rtol=1e-10, atol=1e-10)
+
+
+@pytest.fixture
+def wide_scales():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)) * [1.0, 1e-3, 10.0, 1e-2]
+    y = (X[:, 1] / 1e-3 + X[:, 3] / 1e-2 > 0).astype(int)  # the small features decide
+    return Normalizer().fit_transform(X), y
+
+
+def test_scaling_lifts_the_default_on_badly_scaled_rows(wide_scales):
+    X, y = wide_scales
+    scaled = DPLogisticRegression(epsilon=3.0, classes=[0, 1], random_state=0).fit(X, y)
+    unscaled = DPLogisticRegression(epsilon=3.0, classes=[0, 1], random_state=0, feature_scaling=None).fit(X, y)
+    assert scaled.score(X, y) > unscaled.score(X, y) + 0.1
+
+
+@pytest.mark.parametrize("estimator, labels", [(DPLogisticRegression, 2), (DPLogisticRegression, 3),
+                                                (DPHingeSVM, 3), (DPLpRegression, None)])
+def test_one_event_composes_scaling_and_model_within_the_budget(estimator, labels):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = rng.normal(size=300) if labels is None else np.arange(300) % labels
+    kwargs = {} if labels is None else {"classes": list(range(labels))}
+    ledger = PrivacyAccountant()
+    model = estimator(epsilon=1.0, delta=1e-5, accountant=ledger, random_state=0, **kwargs).fit(X, y)
+    (magnitudes, moments), model_event = [e.events if isinstance(e, dp_accounting.ComposedDpEvent) else e
+                                          for e in model.dp_event_.events]
+    mu = 1 / gaussian_noise_multiplier(1.0, 1e-5)
+    assert moments.noise_multiplier == pytest.approx(1 / (math.sqrt(scaling.SCALING_SHARE) * mu))
+    assert magnitudes.noise_multiplier == pytest.approx(1 / (math.sqrt(scaling.MAGNITUDE_SHARE) * mu))
+    assert 0.995 <= model.epsilon_ <= 1.0
+    assert model.epsilon_ == epsilon_of(model.dp_event_, 1e-5)
+    assert len(ledger.history) == 1 and ledger.history[0].event == model.dp_event_
+
+
+def test_pure_dp_scaling_is_laplace_and_composes_basically():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 3)), np.arange(300) % 3
+    model = DPHingeSVM(epsilon=2.0, delta=0.0, algorithm="localization", classes=[0, 1, 2], random_state=0).fit(X, y)
+    scaling_events, tasks = model.dp_event_.events
+    assert all(isinstance(e, dp_accounting.RandomizedResponseDpEvent) for e in scaling_events.events)
+    assert model.epsilon_ == pytest.approx(2.0, rel=1e-9)
+    assert tasks.count == 3
+
+
+def test_without_intercept_the_model_goes_through_the_origin(wide_scales):
+    X, y = wide_scales
+    model = DPLogisticRegression(fit_intercept=False, classes=[0, 1], random_state=0).fit(X, y)
+    assert np.all(model.intercept_ == 0)
+
+
+def test_prediction_clips_rows_as_fit_does():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 3)), np.arange(200) % 2
+    for feature_scaling in ("standard", None):
+        model = DPLogisticRegression(data_norm=2.0, classes=[0, 1], random_state=0,
+                                     feature_scaling=feature_scaling).fit(X, y)
+        row = np.array([[3.0, -4.0, 0.0]])  # norm 5: clipped to 2
+        np.testing.assert_allclose(model.decision_function(row * 10), model.decision_function(row * 2 / 5))
+        regression = DPLpRegression(data_norm=2.0, random_state=0, feature_scaling=feature_scaling).fit(X, X[:, 0] / 3)
+        np.testing.assert_allclose(regression.predict(row * 10), regression.predict(row * 2 / 5))
+
+
+def test_feature_scaling_is_a_validated_parameter():
+    X, y = np.ones((10, 2)), np.arange(10) % 2
+    with pytest.raises(ValueError, match="feature_scaling"):
+        DPLogisticRegression(feature_scaling="whiten", classes=[0, 1]).fit(X, y)
