@@ -210,10 +210,12 @@ def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     :func:`~skdpsco.solvers._core.release_noise`.
 
     A window's noisy count must exceed :data:`MAGNITUDE_THRESHOLD` standard deviations of its
-    noise, or the feature keeps the scale 1 (its values are not rescaled): with only noise in a
-    histogram (a feature that is mostly zero, or too few rows for the budget) the noisiest
-    window would otherwise pick an arbitrary power of two, and a tiny one would blow the feature
-    up until it dominated every clipped row. The top of the window, not its middle, errs towards
+    noise, or the feature gets the median order of the features whose window does (1 if none
+    does): with only noise in a histogram (a feature that is mostly zero, or too few rows for the
+    budget) the noisiest window would otherwise pick an arbitrary power of two, and a tiny one
+    would blow the feature up until it dominated every clipped row; the median keeps such a
+    feature on the scale of the others (pixels, counts and ratings share one), where scale 1
+    would leave it 16 times larger than its neighbours. The top of the window, not its middle, errs towards
     shrinking a feature, the safer side."""
     bins = magnitude_bins(X)
     width = 2 * MAGNITUDE_RANGE + 1
@@ -228,7 +230,8 @@ def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     count_std = plan.magnitude_noise * (math.sqrt(2.0) if plan.laplace else 1.0)
     significant = windows[np.arange(plan.n_features), top] > MAGNITUDE_THRESHOLD * count_std * math.sqrt(MAGNITUDE_WINDOW)
     exponents = top + MAGNITUDE_WINDOW - 1 - MAGNITUDE_RANGE
-    return np.where(significant, 2.0 ** exponents, 1.0)
+    fallback = np.median(exponents[significant]) if significant.any() else 0.0
+    return 2.0 ** np.where(significant, exponents, np.floor(fallback))
 
 
 def _laplace_noise(rng: np.random.Generator, scale: float, shape) -> np.ndarray:
