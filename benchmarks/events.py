@@ -276,8 +276,12 @@ def conversions(emitted: EmittedEvent) -> dict:
     event, delta = emitted.event, emitted.delta
     parts = accounting._gaussian_and_randomized_response_parts(event)
     own_pld = accounting._pld_epsilon(*parts, delta) if parts is not None else math.nan
-    accountant = rdp.RdpAccountant(orders=accounting._RDP_ORDERS, neighboring_relation=accounting.NEIGHBORING_RELATION)
-    rdp_epsilon = float(accountant.compose(event).get_epsilon(delta)) if accountant.supports(event) else math.nan
+    rdp_only = (dp_accounting.SampledWithoutReplacementDpEvent, dp_accounting.dp_event.RepeatAndSelectDpEvent)
+    if any(accounting._contains(event, kind) for kind in rdp_only):
+        rdp_epsilon = epsilon_of(event, delta)  # RDP is the only conversion, on epsilon_of's own order grid
+    else:
+        accountant = rdp.RdpAccountant(orders=accounting._RDP_ORDERS, neighboring_relation=accounting.NEIGHBORING_RELATION)
+        rdp_epsilon = float(accountant.compose(event).get_epsilon(delta)) if accountant.supports(event) else math.nan
     lower, upper = independent_epsilon(event, delta)
     return {
         "source": emitted.source,
