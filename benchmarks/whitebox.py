@@ -614,6 +614,309 @@ def objective_search(full: bool = False, noise_factor: float = 1.0, clip_factor:
     return outcome
 
 
+# -- the private feature scaling inside fit (issue 15) ---------------------------------------------------
+
+
+@contextmanager
+def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_factor: float = 1.0):
+    """:func:`observed`, also over the releases of :mod:`skdpsco.linear_model._scaling`, which binds
+    ``release_noise`` at import (``from ..solvers._core import release_noise``): replacing
+    ``_core.release_noise`` alone does not reach them, so the hook is put there too.
+
+    ``clip_factor`` (the clipping mutation of a scaled fit, plans unchanged): every clip of the fit
+    lets rows of ``clip_factor`` times its bound through — the user's ``data_norm``, the rows
+    ``x / s`` clipped to ``B`` before the moments (``data_norm=None``), and the standardised rows
+    the solver reads (clipped to ``clip_factor * C``, still divided by ``C``).
+    """
+    from skdpsco.linear_model import _base, _scaling
+
+    patched = {}
+    if clip_factor != 1.0:
+        clip, gather, standardise = _base.clip_rows, _base.clipped_rows_in_order, _scaling.standardise_rows
+
+        def loose_standardise(rows, mean, scale, clip_norm):
+            standardise(rows, mean, scale, clip_factor * clip_norm)
+            rows *= clip_factor
+
+        patched = {
+            (_base, "clip_rows"): lambda X, max_norm, out=None: clip(X, clip_factor * max_norm, out=out),
+            (_base, "clipped_rows_in_order"): lambda X, order, max_norm, fill=None: gather(X, order, clip_factor * max_norm, fill),
+            (_scaling, "standardise_rows"): loose_standardise,
+        }
+    originals = {key: getattr(*key) for key in patched}
+    scaling_release = _scaling.release_noise
+    with observed(replay=replay, noise_factor=noise_factor) as observation:
+        _scaling.release_noise = _core.release_noise  # the hook
+        for (module, name), value in patched.items():
+            setattr(module, name, value)
+        try:
+            yield observation
+        finally:
+            _scaling.release_noise = scaling_release
+            for (module, name), value in originals.items():
+                setattr(module, name, value)
+
+
+def scaling_events(event) -> list:
+    """The events of the scaling releases, in the order they are drawn: ``[magnitudes, moments]``
+    (``data_norm=None``) or ``[moments]``."""
+    return list(event.events) if isinstance(event, dp_accounting.ComposedDpEvent) else [event]
+
+
+def scaling_claims(releases: list, event) -> np.ndarray:
+    """Claimed sensitivity of each scaling release against its own event (:func:`release_claims`):
+    ``scale / z`` for a Gaussian event (``sqrt(2 d)`` for the magnitudes, ``sqrt(6)`` for the
+    moments as planned), ``scale epsilon`` (``l1``) for Laplace noise of a pure event (``2 d``,
+    ``2 sqrt(d) + 2``)."""
+    events = scaling_events(event)
+    if len(releases) < len(events):
+        raise AssertionError(f"{len(releases)} releases for the {len(events)} scaling events {event!r}")
+    return np.concatenate([release_claims([r], e) for r, e in zip(releases, events)])
+
+
+SCALING_BIG, SCALING_TINY = 2.0**30, 2.0**-30
+"""Entries far above and far below every feature's order of magnitude (the histogram's end bins
+are ``2**+-40``)."""
+
+
+def scaling_rows(n_features: int, norm: float, scales: np.ndarray | None = None) -> list:
+    """Rows adversarial to the scaling releases, in the user's units.
+
+    The corners of the ball of radius ``norm`` (``+-norm`` on every axis, the sign vectors of the
+    first two and of all coordinates, scaled to ``norm``), the two unit vectors 120 degrees apart
+    at angles -15 and 105 degrees in the first plane (``||x - x'||**2 + ||x**2 - x'**2||**2 =
+    4.5 B**2`` at ``||x|| = ||x'|| = B``: the largest ``l2`` shift of the moments, ``0.866`` of
+    ``sqrt(6)``) and the zero row, every one but the zero row given at ``SCALING_BIG`` times its
+    norm, so that the fit's clip puts it on the sphere (and a loosened clip does not: the clipping
+    mutation). With ``scales`` (the rows ``x / s`` are clipped after the magnitudes,
+    ``data_norm=None``) the corners are taken in the scaled units, ``scales * corner``; and rows
+    at extreme orders of magnitude are added, each moving every feature's histogram:
+    ``+-SCALING_BIG`` and ``SCALING_TINY`` on every feature, and ``SCALING_BIG`` on the first
+    feature with ``SCALING_TINY`` on the others."""
+    d = n_features
+    rows = [np.zeros(d)]
+    rows += list(corner_rows(d, 1.0, diagonals=True))
+    if d > 1:
+        for angle in (-math.pi / 12, 7 * math.pi / 12):
+            rows.append(np.r_[math.cos(angle), math.sin(angle), np.zeros(d - 2)])
+    if scales is None:
+        return [SCALING_BIG * norm * r for r in rows]
+    rows = [SCALING_BIG * scales * r for r in rows]
+    rows += [SCALING_BIG * np.ones(d), -SCALING_BIG * np.ones(d), SCALING_TINY * np.ones(d),
+             np.r_[SCALING_BIG, np.full(d - 1, SCALING_TINY)]]
+    return rows
+
+
+SCALING_FEATURE_SCALES = np.array([1e-3, 1.0, 1e3])
+"""Features of the ``data_norm=None`` backgrounds, three orders of magnitude apart."""
+
+
+def scaling_background(n: int, n_features: int, data_norm: float | None, labels: list, seed: int):
+    """:func:`background` in the ball of radius ``data_norm``, or (``data_norm=None``) with the
+    features multiplied by :data:`SCALING_FEATURE_SCALES` (cycled)."""
+    X, y = background(n, n_features, 1.0 if data_norm is None else data_norm, labels, seed)
+    if data_norm is None:
+        X = X * np.resize(SCALING_FEATURE_SCALES, n_features)
+    return X, y
+
+
+@dataclass(frozen=True)
+class ScalingCase:
+    """The scaling releases alone, as a scaled fit draws them (``_plan_scaling``, then
+    ``_standardise`` on the rows clipped as ``_fit_steps`` clips them): ``release`` is the index of
+    the checked release among the scaling releases (0 the magnitudes when ``data_norm=None``)."""
+
+    name: str
+    data_norm: float | None
+    pure: bool
+    release: int
+    n_samples: int = 48
+    n_features: int = 3
+    epsilons: tuple = (1.0, 1e3)  # the histogram drowned in noise (every scale 1), and released scales
+
+
+def scaling_release_run(X, seed, data_norm, pure, epsilon):
+    """One scaled fit's scaling releases on ``X`` (the estimator's own methods), returning the
+    plan's event and the released feature scales."""
+    from skdpsco import DPLogisticRegression
+    from skdpsco.linear_model import _base
+
+    model = DPLogisticRegression(epsilon=epsilon, delta=0.0 if pure else DELTA, data_norm=data_norm)
+    n, d = X.shape
+    plan = model._plan_scaling(n, d)
+    norm = model._data_norm
+    rows = _base.clipped_rows_in_order(X, np.arange(n), np.inf if norm is None else norm, fill=model._solver_data_norm)
+    feature_scales, *_ = model._standardise(rows, plan, np.random.default_rng(seed))
+    return plan.dp_event, feature_scales
+
+
+def scaling_cases() -> dict:
+    cases = [
+        ScalingCase("feature scaling: magnitudes (gaussian, data_norm=None)", None, False, 0),
+        ScalingCase("feature scaling: moments after magnitudes (gaussian, data_norm=None)", None, False, 1),
+        ScalingCase("feature scaling: moments (gaussian, data_norm=1)", 1.0, False, 0),
+        ScalingCase("feature scaling: magnitudes (laplace, data_norm=None)", None, True, 0),
+        ScalingCase("feature scaling: moments after magnitudes (laplace, data_norm=None)", None, True, 1),
+        ScalingCase("feature scaling: moments (laplace, data_norm=1)", 1.0, True, 0),
+    ]
+    return {c.name: c for c in cases}
+
+
+def scaling_check(case: ScalingCase, X, position, pair, seed=0, epsilon=1.0, noise_factor=1.0, clip_factor=1.0) -> float:
+    """Realised / claimed of release ``case.release`` on ``X`` with row ``position`` replaced by
+    ``pair[0]`` (``D``) and ``pair[1]`` (``D'``), coupled noise, ``D'`` replayed on ``D``'s releases."""
+    runs = []
+    for k, row in enumerate(pair):
+        Xk = X.copy()
+        Xk[position] = row
+        with observed_scaled(replay=runs[0][0].releases if k else None, noise_factor=noise_factor,
+                             clip_factor=clip_factor) as seen:
+            event, _ = scaling_release_run(Xk, seed, case.data_norm, case.pure, epsilon)
+        runs.append((seen, event))
+    (base, event), (other, _) = runs
+    realised = shifts(base.releases, other.releases)
+    return float(realised[case.release] / scaling_claims(base.releases, event)[case.release])
+
+
+def scaling_search(case: ScalingCase, full: bool = False, noise_factor: float = 1.0, clip_factor: float = 1.0,
+                   stop_above: float | None = None) -> Outcome:
+    """Worst ratio of one scaling release over every ordered pair of :func:`scaling_rows` (the
+    corners for the ``data_norm=None`` path taken in the units of the feature scales released on
+    the background), at two budgets (:attr:`ScalingCase.epsilons`); quick: one background, the
+    first and last position; full: three backgrounds, first / middle / last."""
+    outcome = Outcome()
+    n, d = case.n_samples, case.n_features
+    positions = (0, n // 2, n - 1) if full else (0, n - 1)
+    for seed in (range(3) if full else range(1)):
+        X, _ = scaling_background(n, d, case.data_norm, CLASSES, seed)
+        for epsilon in case.epsilons:
+            scales = None if case.data_norm is not None else scaling_release_run(X, seed, None, case.pure, epsilon)[1]
+            rows = scaling_rows(d, 1.0 if case.data_norm is None else case.data_norm, scales)
+            for i, a in enumerate(rows):
+                for j, b in enumerate(rows):
+                    if i == j:
+                        continue
+                    for position in positions:
+                        ratio = scaling_check(case, X, position, (a, b), seed, epsilon, noise_factor, clip_factor)
+                        outcome.neighbours += 1
+                        outcome.releases += 1
+                        outcome.update(ratio, f"background {seed}, epsilon {epsilon:g}, position {position}, "
+                                              f"row {np.asarray(a).tolist()} -> {np.asarray(b).tolist()}")
+                        if stop_above is not None and outcome.ratio > stop_above:
+                            return outcome
+    return outcome
+
+
+def scaled_fit_claims(model, releases: list) -> tuple[np.ndarray, int]:
+    """Claims of a scaled fit's releases (``feature_scaling='standard'``, noisy GD under the
+    composition analysis): the scaling releases against their events (:func:`scaling_claims`),
+    then every noisy GD step of every task ``scale / (z sqrt(T))`` of the task's event. Returns
+    the claims and the number of scaling releases."""
+    scaling_event, task_event = model.dp_event_.events
+    head = scaling_claims(releases, scaling_event)
+    info = model.solver_info_
+    if info.get("analysis") != "composition":
+        raise ValueError(f"scaled estimator checks cover noisy GD's composition analysis; got {info!r}")
+    steps = releases[len(head):]
+    if not steps:
+        raise AssertionError("the scaled fit released no solver step")
+    tail = np.array([r.scale for r in steps]) / (_task_multiplier(task_event) * math.sqrt(info["n_steps"]))
+    return np.concatenate([head, tail]), len(head)
+
+
+def scaled_estimator_check(make, X, y, position, pair, seed=0, noise_factor=1.0, clip_factor=1.0) -> tuple[np.ndarray, int]:
+    """Realised / claimed of every release of the scaled fit ``make().fit`` (scaling releases,
+    then the noisy GD steps on the standardised rows) with row ``position`` replaced by ``pair[0]``
+    (``D``) and ``pair[1]`` (``D'``), the same ``random_state``, ``D'`` replayed on ``D``'s
+    releases: the neighbour's rows are standardised with ``D``'s released statistics and every
+    step is taken from ``D``'s released iterate. Returns the ratios and the number of scaling
+    releases."""
+    fits = []
+    for k, row in enumerate(pair):
+        Xk, yk = _with_row(X, y, position, row)
+        model = make().set_params(random_state=seed, accountant=PrivacyAccountant(epsilon=1e9, delta=0.5))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with observed_scaled(replay=fits[0][0].releases if k else None, noise_factor=noise_factor,
+                                 clip_factor=clip_factor) as seen:
+                model.fit(Xk, yk)
+        fits.append((seen, model))
+    (base, model), (other, _) = fits
+    claims, n_scaling = scaled_fit_claims(model, base.releases)
+    return shifts(base.releases, other.releases) / claims, n_scaling
+
+
+def scaled_estimator_cases() -> dict:
+    from skdpsco import DPHingeSVM, DPLogisticRegression
+
+    common = dict(epsilon=1.0, delta=1e-5)
+    cases = [
+        EstimatorCase("DPLogisticRegression scaled (default, data_norm=None) -> noisy_gd",
+                      lambda: DPLogisticRegression(classes=[0, 1], **common), [0, 1], data_norm=None),
+        EstimatorCase("DPLogisticRegression scaled (data_norm=None), epsilon 10: released magnitudes",
+                      lambda: DPLogisticRegression(classes=[0, 1], epsilon=10.0, delta=1e-5), [0, 1], data_norm=None),
+        EstimatorCase("DPLogisticRegression scaled, data_norm=1 -> noisy_gd",
+                      lambda: DPLogisticRegression(classes=[0, 1], data_norm=1.0, **common), [0, 1]),
+        EstimatorCase("DPLogisticRegression scaled, no intercept",
+                      lambda: DPLogisticRegression(classes=[0, 1], fit_intercept=False, **common), [0, 1], data_norm=None),
+        EstimatorCase("DPHingeSVM scaled one-vs-rest (3 classes, smoothed)",
+                      lambda: DPHingeSVM(classes=[0, 1, 2], **common), [0, 1, 2], data_norm=None),
+    ]
+    return {c.name: c for c in cases}
+
+
+def scaled_background_scales(case: EstimatorCase, X, y, seed: int) -> np.ndarray:
+    """``feature_scales_`` of the scaled fit on the background rows (``random_state=seed``)."""
+    model = case.make().set_params(random_state=seed, accountant=PrivacyAccountant(epsilon=1e9, delta=0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(X, y).feature_scales_
+
+
+def scaled_estimator_pairs(rows: list, labels: list, full: bool) -> list:
+    """Every ordered pair of distinct rows with the same label, and every row relabelled (full);
+    quick: each row against the next one and against the zero row, and each row relabelled, the
+    first label only."""
+    pairs = []
+    for i, a in enumerate(rows):
+        others = [b for j, b in enumerate(rows) if j != i] if full else [rows[(i + 1) % len(rows)], rows[0]]
+        for y in labels if full else labels[:1]:
+            pairs += [((a, y), (b, y)) for b in others]
+            pairs += [((a, y), (a, other)) for other in labels if other != y]
+    return pairs
+
+
+def scaled_estimator_search(case: EstimatorCase, full: bool = False, noise_factor: float = 1.0, clip_factor: float = 1.0,
+                            stop_above: float | None = None) -> Outcome:
+    """:func:`search` for a scaled estimator path (every release of the fit):
+    :func:`scaling_rows` (in the units of the feature scales released on the background when
+    ``data_norm=None``) with every label (:func:`scaled_estimator_pairs`); quick: one background,
+    first and last position; full: two backgrounds, first / middle / last."""
+    outcome = Outcome()
+    n, p = case.n_samples, case.n_features
+    positions = (0, n // 2, n - 1) if full else (0, n - 1)
+    for seed in (range(2) if full else range(1)):
+        X, y = scaling_background(n, p, case.data_norm, case.labels, seed)
+        y = y.astype(type(case.labels[0]))
+        scales = None
+        if case.data_norm is None:  # the scales the fit releases on the background (its own budget)
+            scales = scaled_background_scales(case, X, y, seed)
+        rows = scaling_rows(p, 1.0 if case.data_norm is None else case.data_norm, scales)
+        for pair in scaled_estimator_pairs(rows, case.labels, full):
+            for position in positions:
+                ratios, n_scaling = scaled_estimator_check(case.make, X, y, position, pair, seed, noise_factor, clip_factor)
+                worst = int(np.argmax(ratios))
+                outcome.neighbours += 1
+                outcome.releases += len(ratios)
+                outcome.update(float(ratios[worst]),
+                               f"release {worst} ({'scaling' if worst < n_scaling else 'noisy GD step'}), background "
+                               f"{seed}, position {position}, row {np.asarray(pair[0][0]).tolist()}/{pair[0][1]} -> "
+                               f"{np.asarray(pair[1][0]).tolist()}/{pair[1][1]}")
+                if stop_above is not None and outcome.ratio > stop_above:
+                    return outcome
+    return outcome
+
+
 # -- the report ----------------------------------------------------------------------------------------------
 
 
@@ -629,6 +932,11 @@ def checks() -> dict:
         table[name] = (lambda c: lambda **kw: estimator_search(c, **kw))(case), False
     table["DPStandardScaler (mean, second moment)"] = scaler_search, False
     table["objective_perturbation (linear term)"] = objective_search, True
+    # scaled fits: rows x2 is the clipping mutation of :func:`observed_scaled` (every clip of the fit loosened)
+    for name, case in scaling_cases().items():
+        table[name] = (lambda c: lambda **kw: scaling_search(c, **kw))(case), True
+    for name, case in scaled_estimator_cases().items():
+        table[name] = (lambda c: lambda **kw: scaled_estimator_search(c, **kw))(case), True
     return table
 
 
