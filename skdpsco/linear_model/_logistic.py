@@ -72,7 +72,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         for ``'noisy_gd'``, ``{'regularization': 0.01}`` for ``'objective_perturbation'``. Each
         solver calibrates its noise to the options it is given, so any value keeps the
         guarantee; an option the solver does not have is an error listing the ones it has.
-    random_state : int, RandomState instance, Generator or None, default=None
+    random_state : int, RandomState instance or None, default=None
         Source of the row order and of the privacy noise. ``None`` draws fresh entropy: use it
         for releases. A fixed seed makes experiments reproducible but makes the noise
         predictable to whoever knows the seed.
