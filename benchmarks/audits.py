@@ -30,6 +30,12 @@ How the power is obtained (the numbers are in ``benchmarks/results/audit_power.m
   caught by 97-100 % of audits already at ``N = 5000`` (epsilon 1-2). The table of
   :func:`benchmarks.audit_power.ideal_power` grounds this choice; claims near epsilon = 2 need
   the fewest trials.
+* **The unscaled estimators.** The estimator audits fit with ``feature_scaling=None``: the private
+  feature scaling (on by default) standardises the rows, so the ``x = 0`` rows that carry no
+  gradient would no longer be zero and its Gaussian releases would be composed into the claim;
+  with it off the estimator runs the solver path these neighbours are the worst case for (the
+  models of the estimators before the scaling). The scaled fit has its white-box audit
+  (``benchmarks/whitebox.py``), no black-box one here.
 * **Tiny instances** (``n`` = 1 to 46, one to three parameters; 150 rows for the two epochs of
   the strongly convex reduction) so that a trial costs about 0.1 ms (solvers) or 1-5 ms
   (estimators).
@@ -502,6 +508,7 @@ def svm_auto_intercept(n: int = 21, epsilon: float = 1.0) -> Setup:
         return DPHingeSVM(
             epsilon=epsilon, delta=AUDIT_DELTA, radius=1.0, smoothing_width=SMOOTHING_WIDTH, classes=[-1.0, 1.0],
             random_state=seed, accountant=PrivacyAccountant(),
+            feature_scaling=None,
         )
 
     return _estimator_setup(make, (X, y0), (X, y1), lambda m: m.coef_[0, 0] + m.intercept_[0])
@@ -529,6 +536,7 @@ def logistic_multinomial(n: int = 21, epsilon: float = 1.0, radius: float = 0.3)
         return DPLogisticRegression(
             epsilon=epsilon, delta=AUDIT_DELTA, radius=radius, fit_intercept=False, classes=[0, 1, 2],
             random_state=seed, accountant=PrivacyAccountant(),
+            feature_scaling=None,
         )
 
     return _estimator_setup(make, D0, D1, lambda m: float(direction @ m.coef_[:, 0]))
@@ -545,6 +553,7 @@ def svm_one_vs_rest(n: int = 21, epsilon: float = 1.0) -> Setup:
         return DPHingeSVM(
             epsilon=epsilon, delta=AUDIT_DELTA, radius=1.0, smoothing_width=SMOOTHING_WIDTH, fit_intercept=False,
             classes=[0, 1, 2], random_state=seed, accountant=PrivacyAccountant(),
+            feature_scaling=None,
         )
 
     return _estimator_setup(make, D0, D1, lambda m: m.coef_[0, 0] - m.coef_[1, 0] - m.coef_[2, 0])
@@ -585,6 +594,7 @@ def svm_one_vs_rest_laplace(epsilon: float = 2.0, delta: float = 1e-5) -> Setup:
             epsilon=epsilon, delta=delta, radius=10.0, smoothing_width=SMOOTHING_WIDTH, fit_intercept=False,
             classes=[0, 1, 2], algorithm="localization", solver_options={"noise": "laplace"},
             random_state=seed, accountant=PrivacyAccountant(),
+            feature_scaling=None,
         )
 
     with weakened("laplace", math.inf):  # the noiseless releases: functions of the public datasets
@@ -607,6 +617,7 @@ def lad_regression(n: int = 21, epsilon: float = 1.0) -> Setup:
         return DPLpRegression(
             p=1.0, epsilon=epsilon, delta=AUDIT_DELTA, y_bound=1.0, radius=0.5, smoothing_width=SMOOTHING_WIDTH,
             fit_intercept=False, random_state=seed, accountant=PrivacyAccountant(),
+            feature_scaling=None,
         )
 
     return _estimator_setup(make, (X, y0), (X, -y0), lambda m: float(m.coef_[0]))
@@ -628,6 +639,7 @@ def ledger_composition(n: int = 21, epsilons=(0.4, 0.4, 0.4)) -> Setup:
             _quiet_fit(DPHingeSVM(
                 epsilon=eps, delta=delta, radius=1.0, smoothing_width=SMOOTHING_WIDTH, fit_intercept=False,
                 classes=[-1.0, 1.0], random_state=int(s), accountant=ledger,
+                feature_scaling=None,
             ), *dataset)
             for eps, s in zip(epsilons, seeds)
         ]
@@ -647,7 +659,9 @@ def search_cv(pipeline: bool, n: int = 21, epsilon: float = 2.0) -> Setup:
     coefficient. The public split holds row 0 out of training in a fifth of the trials, which
     then carry no signal (the held-out score is not used)."""
     D0, D1 = feature_flip(n, 1.0, [1.0, -1.0])
-    svm = DPHingeSVM(radius=1.0, smoothing_width=SMOOTHING_WIDTH, fit_intercept=False, classes=[-1.0, 1.0])
+    svm = DPHingeSVM(
+        radius=1.0, smoothing_width=SMOOTHING_WIDTH, fit_intercept=False, classes=[-1.0, 1.0], feature_scaling=None,
+    )
     estimator = make_pipeline(Normalizer(), svm) if pipeline else svm
     grid = {("dphingesvm__" if pipeline else "") + "alpha": [0.0, 1e-3]}
 
@@ -703,6 +717,7 @@ def estimator_snowball(n: int = 20, epsilon: float = 1.0) -> Setup:
         return DPHingeSVM(
             epsilon=epsilon, delta=AUDIT_DELTA, radius=10.0, smoothing_width=SMOOTHING_WIDTH, fit_intercept=False,
             classes=[-1.0, 1.0], algorithm="snowball", random_state=seed, accountant=PrivacyAccountant(),
+            feature_scaling=None,
         )
 
     return _estimator_setup(make, D0, D1, lambda m: float(m.coef_[0, 0]))
@@ -730,6 +745,12 @@ _SEARCH = (
     "tail average of noisy GD, times the 4/5 of the trials that train on row 0 (0.53 measured); noise / 2 "
     "would need about 2 x 10^4 trials per dataset (ideal table, ratio 1.1-1.4), 4 hours per seed row at "
     "5-10 ms a search"
+)
+
+_FTRL = (
+    "one Gaussian release calibrated exactly to the claim (measured 0.94 of the claimed mu, within the "
+    "diagnostic's +-0.1); at 2000 trials noise / 2 was caught by 19 of 20 seeds only (median bound 2.60 "
+    "against the ideal 2.84, the miss 1.9990 against 2.0000), hence 4000 trials"
 )
 
 AUDITS: dict[str, Audit] = {a.name: a for a in [
@@ -770,12 +791,14 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
                "shows 0.39 of the claimed mu"),
     Audit("ftrl_sgd", "private FTRL, R^d case (noisy SGD), n = 1, epsilon = 2",
           "the only row, hinge x = 1, label flip: clipped gradients -+C", lambda: ftrl(PrivateFTRL(None, clip_norm=0.5), 1, 2.0),
-          2000),
+          4000, note=_FTRL),
     Audit("ftrl_lp", "private FTRL, l_1.5 potential, anytime steps (lazy mirror descent), n = 1, epsilon = 2",
-          "as ftrl_sgd", lambda: ftrl(PrivateFTRL("lp", p=1.5, clip_norm=0.5, schedule="anytime"), 1, 2.0), 2000),
+          "as ftrl_sgd", lambda: ftrl(PrivateFTRL("lp", p=1.5, clip_norm=0.5, schedule="anytime"), 1, 2.0), 4000,
+          note=_FTRL),
     Audit("ftrl_batch", "private FTRL, one batch of b = 4 rows, epsilon = 2",
           "row 3 label flip (rows 0-2 label +1): the sum of clipped gradients moves by 2C",
-          lambda: ftrl(PrivateFTRL("l2", clip_norm=0.5, batch_size=4), 4, 2.0), 2000),
+          lambda: ftrl(PrivateFTRL("l2", clip_norm=0.5, batch_size=4), 4, 2.0), 4000,
+          note=_FTRL),
     Audit("localization", "localization (Gaussian), n = 4, epsilon = 2", "row 0, Huber labels +-2; other rows x = 0",
           lambda: growth_audit(Localization(), 4, False, 2.0), 3000, factor=4.0, note=_HALF_SHIFT),
     Audit("localization_laplace", "localization (Laplace, pure DP), n = 4, epsilon = 1", "as localization",

@@ -5,7 +5,7 @@ Phased-SGD exceeding its claim at 3 of 8 seeds only. Here every audit of the cat
 (``benchmarks/audits.py``, the same audits the test modules run at seed 0) is repeated at 20
 independent seeds: the honest mechanism must stay within its claim at every seed, and the
 mechanism with its noise divided by the audit's factor (2, or the smallest weakening its release
-can show, ``Audit.note``) must be caught at 95 % of them (slow: about 75 minutes in all;
+can show, ``Audit.note``) must be caught at 95 % of them (slow: about 3.5 hours in all;
 ``python -m benchmarks.audit_power`` writes the same measurements as a table).
 """
 
