@@ -1,0 +1,148 @@
+"""Black-box audit of the scaled default fit (issue 15: private feature scaling inside ``fit``).
+
+The white-box checks of every release of a scaled fit (the magnitude histogram, the moments, the
+noisy GD steps on the standardised rows, the neighbour replayed on the released statistics) are
+in ``tests/test_whitebox.py``. Here the whole fit is audited end to end through the public API
+(:func:`skdpsco.audit.audit_mechanism`, the catalogue's conventions of ``benchmarks/audits.py``:
+tiny ``n``, worst-case neighbours, a projection of the release, ``AUDIT_DELTA = 1e-2``), against
+the fit's own ``epsilon_``: the composition of the magnitudes (0.1 of ``mu**2``), the moments
+(0.25) and the solver (the rest).
+
+What a replace-one neighbour can show of a scaled fit. The released model is ``coef_``,
+``intercept_`` folded from the solver's ``(w, b)`` on the standardised rows with the noisy mean and
+scale, and ``feature_scales_``. The magnitude histogram is seen only through ``feature_scales_``,
+a thresholded mode that a single row almost never moves at small ``n``: its share is invisible.
+The solver's share is seen in full when the differing row's hinge gradient flips: a label flip of
+a row the standardisation clips to ``z = 1`` (every other row at ``+-B`` too, in groups of four
+whose gradients cancel inside the hinge's kink, so that the rest of the run adds noise only; the
+scale then stays near ``B`` and the differing row's standardised value near 1 whatever the noise).
+A label flip leaves the moments unchanged, and a feature flip halves the solver's shift: the best
+single statistic sees about 0.73 of the claimed ``mu`` (``sqrt(0.65)`` times the 0.9 of the
+released tail average). The statistic is the released decision value at the differing row,
+``w z + b`` in the standardised units whatever the released scales (the shift is along ``(1,
+1)``). With the whole fit's noise halved (every Gaussian draw: scaling and solver) it sees about
+1.46 ``mu``: the ideal audit of that shift at ``epsilon = 2`` catches it in 97 % of seeds at
+10 000 trials per dataset, 75 % at 5 000; hence the trials of the power sweep (slow). Measured: 16
+of 20 seeds (0.80, bounds 1.68-2.99 against the claim 2.000; honest 0.881), below the 95 % goal
+of issue 18: the release shows a little less than the ideal's 0.73 of the claimed ``mu``. The
+sweep asserts the measured power, not the goal.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from benchmarks.audits import AUDIT_DELTA, SMOOTHING_WIDTH, Audit, Setup, run_audit
+from skdpsco import DPHingeSVM, DPLogisticRegression, PrivacyAccountant
+from skdpsco.linear_model import _scaling
+
+BIG = 2.0**20
+"""Far beyond any clipping bound: every row is clipped onto ``+-B`` (or ``+-B`` times a released
+power of two), whatever the released orders of magnitude."""
+
+EPSILON = 2.0
+POWER_TRIALS = 10_000
+POWER_SEEDS = 20
+
+
+def scaled_svm_neighbours(n: int = 21):
+    """Row 0 at ``+BIG`` with label 1 or 0; rows 1.. in groups ``(+BIG, 1), (+BIG, 0), (-BIG, 1),
+    (-BIG, 0)``: within each group the hinge gradients ``-y (z, 1)`` cancel inside the kink, and
+    the mean is 0 and the second moment ``B**2`` whatever the scale."""
+    if (n - 1) % 4:
+        raise ValueError("n - 1 must be a multiple of 4")
+    groups = (n - 1) // 4
+    X = np.vstack([[[BIG]], np.tile([BIG, BIG, -BIG, -BIG], groups)[:, None]])
+    labels = np.tile([1, 0, 1, 0], groups)
+    return (X, np.r_[1, labels]), (X, np.r_[0, labels])
+
+
+def scaled_svm_default(n: int = 21, epsilon: float = EPSILON) -> Setup:
+    """``DPHingeSVM`` with the default feature scaling (``data_norm=None``: magnitudes, moments,
+    'auto' -> noisy GD on the smoothed hinge), a fresh ledger per fit; the claim is ``epsilon_``."""
+    D0, D1 = scaled_svm_neighbours(n)
+
+    def make(seed):
+        return DPHingeSVM(epsilon=epsilon, delta=AUDIT_DELTA, classes=[0, 1], smoothing_width=SMOOTHING_WIDTH,
+                          random_state=seed, accountant=PrivacyAccountant())
+
+    def run(dataset, seed):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return make(seed).fit(*dataset)
+
+    row = D0[0][:1]
+    return Setup(run, D0, D1, float(run(D0, 0).epsilon_), AUDIT_DELTA, lambda m: float(m.decision_function(row)[0]))
+
+
+AUDIT = Audit(
+    "scaled_svm_default", "DPHingeSVM default feature scaling (magnitudes, moments, 'auto' -> noisy GD on the "
+    "smoothed hinge), n = 21, epsilon = 2", "row 0 at +B, label flip; 20 rows at +-B in cancelling groups; "
+    "statistic: the decision value at row 0", scaled_svm_default, POWER_TRIALS, slow=True,
+    note="the magnitudes are not seen and a label flip leaves the moments: 0.73 of the claimed mu",
+)
+
+
+def test_the_audited_fit_composes_the_scaling_and_the_solver():
+    """The audited fit is the scaled default: three Gaussian releases composed (magnitudes, moments,
+    noisy GD) whose epsilon is the claim, every row clipped onto the ball and standardised to 1."""
+    setup = AUDIT.setup
+    model = setup.run(setup.dataset_0, 0)
+    scaling_event, solver_event = model.dp_event_.events
+    assert len(scaling_event.events) == 2 and model.algorithm_ == "noisy_gd"
+    assert setup.claimed_epsilon == model.epsilon_ and 0.998 * EPSILON <= model.epsilon_ <= EPSILON
+    mu = [1.0 / e.noise_multiplier for e in scaling_event.events]
+    assert mu[0] ** 2 / mu[1] ** 2 == pytest.approx(_scaling.MAGNITUDE_SHARE / _scaling.SCALING_SHARE)
+
+
+def test_scaled_fit_audit_within_its_claim_and_noise_over_4_caught():
+    """Fast: the honest fit within ``epsilon_`` at 1500 trials per dataset, every Gaussian draw of
+    the fit (scaling and solver) / 4 above it at 600 trials."""
+    claimed = AUDIT.setup.claimed_epsilon
+    honest = run_audit(AUDIT, 0, n_trials=1500)
+    weakened = run_audit(AUDIT, 0, 4.0, n_trials=600)
+    print(f"\nscaled fit: claim {claimed:.3f}; honest {honest.epsilon_lower_bound:.3f}, "
+          f"noise / 4 {weakened.epsilon_lower_bound:.3f}")
+    assert honest.epsilon_lower_bound <= claimed, honest
+    assert weakened.violates(claimed), weakened
+
+
+@pytest.mark.slow
+def test_scaled_fit_audit_power_against_halved_noise():
+    """The honest fit within its claim at 10 000 trials, and the whole fit's noise halved caught by
+    16 of 20 seeds, the power measured (22 minutes on one core): below the 95 % goal, see the module
+    docstring."""
+    claimed = AUDIT.setup.claimed_epsilon
+    honest = run_audit(AUDIT, 0)
+    bounds = [run_audit(AUDIT, seed, 2.0).epsilon_lower_bound for seed in range(POWER_SEEDS)]
+    power = np.mean([b > claimed for b in bounds])
+    print(f"\nscaled fit: claim {claimed:.3f}; honest {honest.epsilon_lower_bound:.3f}; noise / 2 bounds "
+          f"{np.round(bounds, 3).tolist()}; power {power:.2f}")
+    assert honest.epsilon_lower_bound <= claimed, honest
+    assert power >= 0.8
+
+
+# -- a data-dependent error (issue 15, found by this audit's neighbour search) -------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="privacy bug: a finite row near the float limit makes x / s overflow after "
+                   "the released magnitudes, and fit raises on D' but not on D (reported, not fixed here)")
+def test_a_finite_row_never_makes_the_scaled_fit_raise():
+    """``D``: a feature whose entries are about ``1e-12`` (its released scale ``2**-38``); ``D'``:
+    one of them replaced by the finite ``1e300``. ``x / s`` overflows to infinity, and the clip after
+    the magnitudes raises the NaN / infinity input error: an outcome with probability 1 on ``D'`` and
+    0 on ``D``, infinite privacy loss (an error leaves ``fit`` like a release)."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    X = np.column_stack([rng.uniform(1.0, 2.0, n) * 1e-12, rng.normal(size=n)])
+    y = np.arange(n) % 2
+    neighbour = X.copy()
+    neighbour[0, 0] = 1e300
+    for rows in (X, neighbour):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = DPLogisticRegression(epsilon=1.0, delta=1e-6, classes=[0, 1], random_state=0,
+                                         accountant=PrivacyAccountant()).fit(rows, y)
+        assert np.all(np.isfinite(model.coef_)) and math.isfinite(float(model.intercept_[0]))
