@@ -124,7 +124,7 @@ def test_scaled_fit_audit_power_against_halved_noise():
     assert power >= 0.8
 
 
-# -- a data-dependent error (issue 15, found by this audit's neighbour search) -------------------------
+# -- a data-dependent error (issue 15, found reading the scaled fit's clips) -----------------------------
 
 
 @pytest.mark.xfail(strict=True, reason="privacy bug: a finite row near the float limit makes x / s overflow after "
