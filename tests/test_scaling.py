@@ -160,3 +160,20 @@ def test_feature_scaling_is_a_validated_parameter():
     X, y = np.ones((10, 2)), np.arange(10) % 2
     with pytest.raises(ValueError, match="feature_scaling"):
         DPLogisticRegression(feature_scaling="whiten", classes=[0, 1]).fit(X, y)
+
+
+def test_division_by_the_released_scales_never_overflows_and_keeps_directions():
+    """A finite row must never become infinite after ``x / s`` (``fit`` would then raise on one
+    dataset and not on its neighbour): overflowing rows are divided by a further power of two,
+    which leaves their direction, hence their clipped value, unchanged."""
+    X = np.array([[1e300, 1.0, -1e299], [3.0, 4.0, 5.0]])
+    scales = np.array([2.0**-38, 2.0, 2.0**-30])
+    divided = scaling.divide_by_powers_of_two(X, scales)
+    assert np.all(np.isfinite(divided))
+    np.testing.assert_array_equal(divided[1], X[1] / scales)  # exact where nothing overflows
+    exact_direction = np.array([1e300 * 2.0**(38 - 100), 2.0**(-1 - 100), -1e299 * 2.0**(30 - 100)])  # x / s, 2**-100 of it
+    exact_direction /= np.abs(exact_direction).max()
+    np.testing.assert_allclose(divided[0] / np.abs(divided[0]).max(), exact_direction, rtol=1e-12, atol=1e-300)
+    in_place = X.copy()
+    scaling.divide_by_powers_of_two(in_place, scales, out=in_place)
+    np.testing.assert_array_equal(in_place, divided)

@@ -127,13 +127,13 @@ def test_scaled_fit_audit_power_against_halved_noise():
 # -- a data-dependent error (issue 15, found reading the scaled fit's clips) -----------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="privacy bug: a finite row near the float limit makes x / s overflow after "
-                   "the released magnitudes, and fit raises on D' but not on D (reported, not fixed here)")
 def test_a_finite_row_never_makes_the_scaled_fit_raise():
     """``D``: a feature whose entries are about ``1e-12`` (its released scale ``2**-38``); ``D'``:
-    one of them replaced by the finite ``1e300``. ``x / s`` overflows to infinity, and the clip after
-    the magnitudes raises the NaN / infinity input error: an outcome with probability 1 on ``D'`` and
-    0 on ``D``, infinite privacy loss (an error leaves ``fit`` like a release)."""
+    one of them replaced by the finite ``1e300``. ``x / s`` used to overflow to infinity, and the clip
+    after the magnitudes raised the NaN / infinity input error: an outcome with probability 1 on ``D'``
+    and 0 on ``D``, infinite privacy loss (an error leaves ``fit`` like a release). Now divided
+    without overflow (``_scaling.divide_by_powers_of_two``), with no warning either, and the model
+    predicts the huge row."""
     rng = np.random.default_rng(0)
     n = 2000
     X = np.column_stack([rng.uniform(1.0, 2.0, n) * 1e-12, rng.normal(size=n)])
@@ -142,7 +142,8 @@ def test_a_finite_row_never_makes_the_scaled_fit_raise():
     neighbour[0, 0] = 1e300
     for rows in (X, neighbour):
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("error")  # a data-dependent warning would be a release too
             model = DPLogisticRegression(epsilon=1.0, delta=1e-6, classes=[0, 1], random_state=0,
                                          accountant=PrivacyAccountant()).fit(rows, y)
+            assert np.all(np.isfinite(model.decision_function(neighbour[:3])))
         assert np.all(np.isfinite(model.coef_)) and math.isfinite(float(model.intercept_[0]))

@@ -223,7 +223,8 @@ class BaseDPLinearModel(BaseEstimator):
         clipped row, on every row ``fit`` could have seen."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=False, dtype=np.float64, reset=False)
-        return clip_rows(X / self.feature_scales_, self.row_norm_) * self.feature_scales_
+        shrunk = clip_rows(_scaling.divide_by_powers_of_two(X, self.feature_scales_), self.row_norm_)
+        return _scaling.divide_by_powers_of_two(shrunk, 1.0 / self.feature_scales_, out=shrunk)
 
     @property
     def _domain_radius(self) -> float:
@@ -387,7 +388,7 @@ class BaseDPLinearModel(BaseEstimator):
         if scaling.magnitude_noise is not None:
             magnitude_rng, rng = rng.spawn(2)
             feature_scales = _scaling.release_magnitudes(features, scaling, magnitude_rng)
-            features /= feature_scales
+            _scaling.divide_by_powers_of_two(features, feature_scales, out=features)
             clip_rows(features, scaling.data_norm, out=features)
         mean, scale = _scaling.release_moments(features, scaling, rng)
         if not self.fit_intercept:

@@ -45,6 +45,7 @@ __all__ = [
     "SCALING_SHARE",
     "STANDARDISED_NORM_FACTOR",
     "ScalingPlan",
+    "divide_by_powers_of_two",
     "fold_scaling",
     "laplace_moments_sensitivity",
     "magnitude_bins",
@@ -162,6 +163,35 @@ def magnitude_bins(X: np.ndarray) -> np.ndarray:
         exponents = np.rint(np.log2(np.abs(X)))
     bins = np.clip(exponents, -MAGNITUDE_RANGE, MAGNITUDE_RANGE) + MAGNITUDE_RANGE
     return np.where(X == 0, -1, bins).astype(np.int64)
+
+
+OVERFLOW_SAFE_EXPONENT = 900
+"""A row whose quotient ``x / s`` would overflow is first brought to largest entry ``2**900``: still
+far above any row bound, so the clip that follows gives the same row as exact arithmetic would."""
+
+
+def divide_by_powers_of_two(X: np.ndarray, scales: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``X / scales`` for per-feature powers of two, without overflow: a row whose quotient would
+    exceed the float range is divided by a further power of two first (the same for its every
+    entry, so its direction is kept). The rows are clipped to a bound far below ``2**900``
+    afterwards, which makes the two the same; without this a single finite row could make ``fit``
+    raise on one dataset and not on its neighbour, an unaccounted release (issue 15's audit).
+
+    Exact: dividing by a power of two only changes the exponent (``np.ldexp``)."""
+    exponents = np.rint(np.log2(scales)).astype(np.int64)
+    shrinking = exponents < 0  # only a division by a power below 1 can overflow
+    limits = np.ldexp(1.0, 1023 + exponents[shrinking])
+    overflowing = (np.abs(X[:, shrinking]) >= limits).any(axis=1)
+    rows = np.array(X[overflowing], dtype=float)  # before an in-place division overwrites them
+    shifts = np.broadcast_to(-exponents, X.shape[1:])
+    with np.errstate(over="ignore"):  # no warning either: it would tell that some row overflowed
+        out = np.ldexp(X, shifts, out=out) if out is not None else np.ldexp(X, shifts)
+    if rows.size:
+        with np.errstate(divide="ignore"):
+            top = np.max(np.log2(np.abs(rows)) - exponents, axis=1)
+        extra = np.ceil(top).astype(np.int64) - OVERFLOW_SAFE_EXPONENT
+        out[overflowing] = np.ldexp(rows, (-exponents)[None, :] - extra[:, None])
+    return out
 
 
 def magnitude_sensitivity(n_features: int, laplace: bool) -> float:
