@@ -177,3 +177,16 @@ def test_division_by_the_released_scales_never_overflows_and_keeps_directions():
     in_place = X.copy()
     scaling.divide_by_powers_of_two(in_place, scales, out=in_place)
     np.testing.assert_array_equal(in_place, divided)
+
+
+def test_magnitude_counts_in_blocks_equal_one_histogram_per_feature():
+    """Counted in row blocks (bounded temporaries), the histograms are those of every column at
+    once, zeros left out."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 4)) * [1.0, 1e-5, 1e5, 0.0]
+    X[::3, 0] = 0.0
+    bins = scaling.magnitude_bins(X)
+    expected = np.array([np.bincount(bins[:, j][bins[:, j] >= 0], minlength=2 * scaling.MAGNITUDE_RANGE + 1)
+                         for j in range(4)])
+    np.testing.assert_array_equal(scaling.magnitude_counts(X, block=77), expected)
+    assert expected[3].sum() == 0 and expected[0].sum() == 1000 - 334

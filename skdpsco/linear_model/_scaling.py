@@ -33,7 +33,7 @@ import dp_accounting
 import numpy as np
 
 from ..accounting import gaussian_event, pure_dp_event
-from ..solvers._core import release_noise
+from ..solvers._core import ROW_BLOCK, release_noise
 
 __all__ = [
     "GAUSSIAN_MOMENTS_SENSITIVITY",
@@ -49,6 +49,7 @@ __all__ = [
     "fold_scaling",
     "laplace_moments_sensitivity",
     "magnitude_bins",
+    "magnitude_counts",
     "plan_scaling",
     "release_magnitudes",
     "release_moments",
@@ -194,6 +195,20 @@ def divide_by_powers_of_two(X: np.ndarray, scales: np.ndarray, out: np.ndarray |
     return out
 
 
+def magnitude_counts(X: np.ndarray, block: int = ROW_BLOCK) -> np.ndarray:
+    """The ``(n_features, 2 * MAGNITUDE_RANGE + 1)`` histograms of :func:`magnitude_bins`, zeros
+    left out, counted ``block`` rows at a time (the temporaries stay a block's size, not ``X``'s)."""
+    n_features = X.shape[1]
+    width = 2 * MAGNITUDE_RANGE + 1
+    offsets = np.arange(n_features) * width
+    counts = np.zeros(n_features * width, dtype=np.int64)
+    for start in range(0, X.shape[0], block):
+        bins = magnitude_bins(X[start:start + block])
+        flat = (bins + offsets)[bins >= 0]
+        counts += np.bincount(flat, minlength=counts.size)
+    return counts.reshape(n_features, width).astype(float)
+
+
 def magnitude_sensitivity(n_features: int, laplace: bool) -> float:
     """Replace-one sensitivity of the ``d`` histograms of :func:`magnitude_bins`: a row adds one
     count to at most one bin of each feature, so replacing it moves each feature's histogram by
@@ -247,12 +262,8 @@ def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     feature on the scale of the others (pixels, counts and ratings share one), where scale 1
     would leave it 16 times larger than its neighbours. The top of the window, not its middle, errs towards
     shrinking a feature, the safer side."""
-    bins = magnitude_bins(X)
-    width = 2 * MAGNITUDE_RANGE + 1
-    counts = np.zeros((plan.n_features, width))
-    for j in range(plan.n_features):
-        column = bins[:, j]
-        counts[j] = np.bincount(column[column >= 0], minlength=width)
+    counts = magnitude_counts(X)
+    width = counts.shape[1]
     draw = _laplace_noise if plan.laplace else None
     noisy = counts + release_noise(counts, plan.magnitude_noise, rng, draw)
     windows = sum(noisy[:, k: width - MAGNITUDE_WINDOW + 1 + k] for k in range(MAGNITUDE_WINDOW))
