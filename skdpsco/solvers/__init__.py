@@ -151,59 +151,33 @@ def _noisy_gd_work(problem: Problem) -> float:
 def select_algorithm(problem: Problem, constraint: str = "l2") -> str:
     """The ``algorithm='auto'`` rule: one function, public quantities only.
 
-    * A non-Euclidean domain (``constraint='l1'`` or ``'lp'``) is implemented by Private FTRL
-      only (``'ftrl'``, ``ftrl_mirror.md`` §3.5).
-    * Losses whose gradient is Hölder- but not Lipschitz-continuous (q-hinge with q < 2,
-      ``|r|^p`` with 1 < p < 2; ``smoothness = inf``): DP-SGD-Gradient of Wang et al.
+    The rule below, each branch with its reason. The measurements behind them are in
+    ``docs/user_guide/choosing.rst`` and ``benchmarks/results/`` (``goal.md``, ``holder_auto.md``,
+    ``utility_*.md``, ``rates_full.md``, ``growth_rates_full.md``), where a rerun updates them.
+
+    * A non-Euclidean domain (``constraint='l1'`` or ``'lp'``): Private FTRL (``'ftrl'``), the
+      only solver implemented for it (``ftrl_mirror.md`` §3.5).
+    * A gradient that is Hölder- but not Lipschitz-continuous (q-hinge with q < 2, ``|r|^p`` with
+      1 < p < 2; ``smoothness = inf``): DP-SGD-Gradient of Wang et al.
       (``'gradient_perturbation'``, ``wang_holder.md`` §2.4), which needs only the gradient bound
-      for privacy and the Hölder exponent for its schedule. Measured (5 seeds, n = 10^4, d = 10,
-      ε ∈ {0.5, 1, 2}, δ = 1e-6; ``benchmarks/results/holder_auto.md``; ``'ftrl'`` measured with
-      one row per step, before its batches): q-hinge (q = 1.5)
-      accuracy 0.598 / 0.621 / 0.644 against 0.543 / 0.557 / 0.579 for ``'ftrl'`` and 0.472 /
-      0.474 / 0.479 for ``'output_perturbation'`` (whose stability-based noise dominates); at
-      n = 10^5, 0.709 / 0.725 / 0.735 against FTRL's 0.532 / 0.564 / 0.614. ``|r|^1.5``
-      regression, MAE 0.336 / 0.273 / 0.234 against 0.781 / 0.711 / 0.632 (FTRL) and 6.0 / 3.8 /
-      2.0 (output perturbation).
+      for privacy and the Hölder exponent for its schedule; FTRL and output perturbation (whose
+      stability-based noise dominates) measured worse on every Hölder problem.
     * Smooth losses, and kinked ones through their closed-form Gaussian smoothing, whose planned
       work ``n p T`` is at most :data:`AUTO_NOISY_GD_WORK`: full-batch noisy gradient descent
-      (``'noisy_gd'``: composition or last-iterate accounting, schedule of
-      :func:`skdpsco.defaults.noisy_gd_schedule`), with or without an L2 penalty. It beats every
-      other solver at its defaults wherever it was measured (``benchmarks/goal.py``,
-      ``benchmarks/results/goal.md``; 3 seeds, ε = 0.3 / 1 / 3, δ = 1e-6): synthetic logistic
-      d = 20, excess test log-loss at n = 10^4 0.0158 / 0.0033 / 0.0016 against 0.0229 / 0.0048 /
-      0.0021 (``'objective_perturbation'``) and 0.043 / 0.016 / 0.0069 (``'phased_sgd'``), at
-      n = 10^5 0.00031 / 0.00010 / 0.000096 against 0.00057 / 0.00017 / 0.00011 and 0.0033 /
-      0.00056 / 0.00025; ridge logistic (alpha = 1e-3, n = 10^4) 0.017 / 0.0049 / 0.0030 against
-      0.044 / 0.017 / 0.0076 for ``'strongly_convex'``; accuracy at ε = 0.5 / 1 / 2 on
-      digits_binary 0.573 / 0.713 / 0.800 (logistic) and 0.590 / 0.754 / 0.820 (smoothed hinge)
-      against 0.501 / 0.574 / 0.695 and 0.520 / 0.617 / 0.745 (``'phased_sgd'``), 10-class digits
-      0.207 / 0.269 / 0.591 against 0.148 / 0.220 / 0.316. ``'objective_perturbation'`` is never
-      chosen: on an ill-conditioned validation family (logistic, d ∈ {10, 30}, ``‖w*‖`` ∈ {3, 10},
-      feature scales decaying from 1 to 0.01 before row normalisation, 3 seeds, δ = 1e-6) noisy GD
-      has the lower excess log-loss in 14 of 16 (n, ε) cells, n ∈ {300, 1000, 3000, 10^4} × ε ∈
-      {0.3, 1, 3, 10} (n = 300, ε = 1: 0.099 against 0.157; n = 1000, ε = 1: 0.032 against
-      0.051), and objective perturbation only at n = 10^4, ε ≥ 3 (0.0021 / 0.0009 against
-      0.0025 / 0.0018), where both are within 0.003 of the optimum; accuracy differs by at most
-      0.04 either way. On breast_cancer (``Normalizer``, ε ≥ 3) objective perturbation's exact
-      minimiser is more accurate (``benchmarks/results/goal.md``), a property of that data that
-      no public quantity reveals.
+      (``'noisy_gd'``, composition or last-iterate accounting, schedule of
+      :func:`skdpsco.defaults.noisy_gd_schedule`), with or without an L2 penalty. It had the
+      lowest excess risk at the defaults on every problem measured, synthetic and real.
+      ``'objective_perturbation'`` is never chosen: it won only where both are within a few
+      thousandths of the optimum on an ill-conditioned validation family, and on data whose
+      geometry no public quantity reveals.
     * Above the work cap, an L2 penalty (``l2_penalty > 0``) makes the objective strongly convex:
       the reduction of FKT20 §5 (``'strongly_convex'``, ``feldman.md`` §A8a), which is Phased-SGD
       itself when the penalty is too weak to need more than one epoch.
-    * Otherwise Phased-SGD (FKT20 §4, last iterate of each phase), linear time. Measured with
-      ``benchmarks/utility.py`` (10 seeds, ε ∈ {0.5, 1, 2}, ``benchmarks/results/``), it
-      matches or beats Snowball-SGD, the other linear-time optimal algorithm, on every problem:
-      synthetic logistic data, n = 10^4, accuracy 0.725 / 0.737 / 0.743 against 0.700 / 0.728 /
-      0.736 (logistic loss) and 0.734 / 0.741 / 0.743 against 0.715 / 0.736 / 0.742 (smoothed
-      hinge); LAD regression with heavy-tailed noise, n = 10^4, MAE 0.149 / 0.144 / 0.142
-      against 0.161 / 0.147 / 0.143; a tie at n = 10^5.
+    * Otherwise Phased-SGD (FKT20 §4, last iterate of each phase), linear time; it matches or
+      beats Snowball-SGD, the other linear-time optimal algorithm, on every problem measured.
     * Never the growth solvers of Asi, Levy & Duchi (``'localization'``, ``'epoch_growth'``), even
-      under known growth: on ridge logistic regression (``alpha = 0.1``, kappa = 2, d = 5,
-      epsilon = 1, delta = 1e-6, 5 seeds) the strongly convex reduction reaches a median excess
-      regularised risk of 0.0061 / 0.0002 at n = 5000 / 50000, against 0.0374 / 0.0071 for
-      ``'epoch_growth'`` and 0.0199 / 0.0035 for ``'localization'`` at their default
-      ``step_scale`` rule (:func:`skdpsco.solvers.growth.default_step_scale`; 0.0313 / 0.0209 and
-      0.0192 / 0.0060 at the former constant 3). They remain the only solvers with a pure
+      under known growth: the strongly convex reduction had a lower excess risk on ridge
+      logistic regression at every n measured. They remain the only solvers with a pure
       epsilon-DP (``delta = 0``) guarantee, which ``'auto'`` does not select.
     """
     if constraint != "l2":
