@@ -674,9 +674,11 @@ def scaling_claims(releases: list, event) -> np.ndarray:
     return np.concatenate([release_claims([r], e) for r, e in zip(releases, events)])
 
 
-SCALING_BIG, SCALING_TINY = 2.0**30, 2.0**-30
-"""Entries far above and far below every feature's order of magnitude (the histogram's end bins
-are ``2**+-40``)."""
+SCALING_BIG, SCALING_TINY = 2.0**60, 2.0**-30
+"""Entries far above and far below every feature's order of magnitude: ``SCALING_BIG`` beyond the
+histogram's top bin ``2**40`` and every scale it can release, so that a row at it is clipped onto
+the sphere whatever the released scales (a feature whose window is not significant may keep a
+noisy order up to ``2**40``, :func:`skdpsco.linear_model._scaling.release_magnitudes`)."""
 
 
 def scaling_rows(n_features: int, norm: float, scales: np.ndarray | None = None) -> list:

@@ -190,3 +190,24 @@ def test_magnitude_counts_in_blocks_equal_one_histogram_per_feature():
                          for j in range(4)])
     np.testing.assert_array_equal(scaling.magnitude_counts(X, block=77), expected)
     assert expected[3].sum() == 0 and expected[0].sum() == 1000 - 334
+
+
+def test_an_unresolved_magnitude_is_never_below_the_resolved_ones(monkeypatch):
+    """A feature whose window is not significant keeps its own (noisy) order when that shrinks it
+    more than the median order of the significant features, and gets the median otherwise: the
+    fallback never blows a large feature up to dominate every clipped row (breast_cancer at
+    epsilon = 1, where most windows miss the threshold), nor lets a few stray entries give a
+    tiny scale."""
+    monkeypatch.setattr(scaling, "release_noise", lambda value, scale, rng, draw=None: np.zeros_like(value))
+    n = 1000
+    X = np.zeros((n, 3))
+    X[:, 0] = 8.0  # every entry at 2**3: significant
+    X[:20, 1] = 1000.0  # 20 entries near 2**10: below the threshold, larger than the median order
+    X[:20, 2] = 2.0**-5  # 20 entries at 2**-5: below the threshold, smaller
+    share = scaling.SCALING_SHARE / (scaling.SCALING_SHARE + scaling.MAGNITUDE_SHARE)
+    count_std = 200.0 / (scaling.MAGNITUDE_THRESHOLD * math.sqrt(scaling.MAGNITUDE_WINDOW))  # threshold 200
+    mu = math.sqrt(2 * 3) / (math.sqrt(1 - share) * count_std)
+    plan = scaling.plan_scaling(n, 3, None, gaussian_mu=mu)
+    assert plan.magnitude_noise == pytest.approx(count_std)
+    scales = scaling.release_magnitudes(X, plan, np.random.default_rng(0))
+    np.testing.assert_array_equal(np.log2(scales), [3.0, 10.0, 3.0])

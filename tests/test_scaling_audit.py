@@ -38,9 +38,9 @@ from benchmarks.audits import AUDIT_DELTA, SMOOTHING_WIDTH, Audit, Setup, run_au
 from skdpsco import DPHingeSVM, DPLogisticRegression, PrivacyAccountant
 from skdpsco.linear_model import _scaling
 
-BIG = 2.0**20
+BIG = 2.0**60
 """Far beyond any clipping bound: every row is clipped onto ``+-B`` (or ``+-B`` times a released
-power of two), whatever the released orders of magnitude."""
+power of two), whatever the released orders of magnitude (at most ``2**40``)."""
 
 EPSILON = 2.0
 POWER_TRIALS = 10_000

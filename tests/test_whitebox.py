@@ -194,21 +194,32 @@ SCALING_CASES = wb.scaling_cases()
 SCALED_ESTIMATORS = wb.scaled_estimator_cases()
 
 
-def _scaling_pairs(d=3):
+def _scaling_pairs(d=3, scales=None):
     """The worst neighbours of each scaling release, in the units of the scaled rows (big rows are
-    clipped onto the sphere of radius B): entries at +2**30 and 2**-30 on every feature (every
+    clipped onto the sphere of radius B): entries at +2**60 and 2**-30 on every feature (every
     feature's histogram moves by sqrt 2: the magnitudes' claim sqrt(2 d) exactly), the two unit
     vectors 120 degrees apart at -15 and 105 degrees (l2 shift of the moments sqrt(4.5) = 0.866 of
     sqrt 6), e_3 against -(e_1 + e_2) / sqrt 2 (l1 shift 1 + sqrt 2 + 2 = 0.81 of 2 sqrt 3 + 2), and
-    a zero row against a big one."""
+    a zero row against a big one. With ``scales`` (the released orders of magnitude the rows are
+    divided by, ``data_norm=None``) the directions are taken in the divided units."""
     big, tiny = wb.SCALING_BIG, wb.SCALING_TINY
-    angle = lambda a: big * np.r_[math.cos(a), math.sin(a), np.zeros(d - 2)]
+    unit = np.ones(d) if scales is None else scales
+    angle = lambda a: big * unit * np.r_[math.cos(a), math.sin(a), np.zeros(d - 2)]
     return [
         (big * np.ones(d), tiny * np.ones(d)),
         (angle(-math.pi / 12), angle(7 * math.pi / 12)),
-        (big * np.eye(d)[2], -big * np.r_[1.0, 1.0, np.zeros(d - 2)] / math.sqrt(2.0)),
+        (big * unit * np.eye(d)[2], -big * unit * np.r_[1.0, 1.0, np.zeros(d - 2)] / math.sqrt(2.0)),
         (np.zeros(d), big * np.ones(d)),
     ]
+
+
+def _exact_scales(X):
+    """The orders of magnitude a scaled fit releases on ``X`` when its noise is negligible (at the
+    checks' large epsilon every window is significant and they are these)."""
+    from skdpsco.linear_model import _scaling
+
+    plan = _scaling.plan_scaling(X.shape[0], X.shape[1], None, gaussian_mu=1e9)
+    return _scaling.release_magnitudes(X, plan, np.random.default_rng(0))
 
 
 def _scaling_worst(name, noise_factor=1.0, clip_factor=1.0):
@@ -216,9 +227,9 @@ def _scaling_worst(name, noise_factor=1.0, clip_factor=1.0):
     X, _ = wb.scaling_background(case.n_samples, case.n_features, case.data_norm, wb.CLASSES, 0)
     return max(
         wb.scaling_check(case, X, position, pair, 0, epsilon, noise_factor, clip_factor)
-        for pair in _scaling_pairs(case.n_features)
-        for position in (0, case.n_samples - 1)
         for epsilon in case.epsilons
+        for pair in _scaling_pairs(case.n_features, None if case.data_norm else _exact_scales(X))
+        for position in (0, case.n_samples - 1)
     )
 
 
