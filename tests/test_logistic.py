@@ -13,7 +13,7 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer
 
-from skdpsco import BudgetExceededError, DPLogisticRegression, PrivacyAccountant, PrivacyWarning
+from skdpsco import BudgetExceededError, DPHingeSVM, DPLogisticRegression, PrivacyAccountant, PrivacyWarning
 from skdpsco.accounting import epsilon_of
 from skdpsco.linear_model._base import _generator
 
@@ -38,7 +38,7 @@ def test_fit_sets_public_attributes_and_spends_at_most_the_target(binary_data):
     steps = model.solver_info_["n_steps"]
     assert model.n_gradients_ == steps * X.shape[0]  # full batch: n gradients per step
     assert ledger.history[-1].event == model.dp_event_
-    assert np.linalg.norm(np.r_[model.coef_.ravel(), model.intercept_ / model.data_norm]) <= model.radius + 1e-9
+    assert np.linalg.norm(np.r_[model.coef_.ravel(), model.intercept_ / model.data_norm]) <= model.radius_ + 1e-9
 
 
 def test_fit_is_reproducible_with_a_seed_and_random_without(binary_data):
@@ -297,3 +297,15 @@ def test_l2_penalty_enters_the_constants_and_shrinks_the_model(binary_data):
     assert ridge.solver_info_["max_step"] < plain.solver_info_["max_step"]
     assert ridge.epsilon_ <= 5.0
     assert np.linalg.norm(ridge.coef_) < np.linalg.norm(plain.coef_)
+
+
+def test_default_radius_grows_with_the_standardised_features(binary_data):
+    """``radius=None``: ``5 sqrt(d)`` when fit standardises the features (a coefficient of norm 5
+    on them), 10 without; an explicit radius is used as given, and the model stays in its ball."""
+    X, y = binary_data
+    common = dict(epsilon=1.0, delta=1e-6, classes=[0, 1], random_state=0)
+    scaled = DPLogisticRegression(**common).fit(X, y)
+    assert scaled.radius_ == pytest.approx(5.0 * np.sqrt(X.shape[1]))
+    assert DPLogisticRegression(feature_scaling=None, **common).fit(X, y).radius_ == 10.0
+    assert DPLogisticRegression(radius=3.0, **common).fit(X, y).radius_ == 3.0
+    assert DPHingeSVM(**common).fit(X, y).radius_ == 10.0

@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..defaults import classifier_radius
 from ..smoothing import default_smoothing_width, smooth
 from ..accounting import (
     PrivacyAccountant,
@@ -104,7 +105,7 @@ class BaseDPLinearModel(BaseEstimator):
         # delta = 0 (pure DP) only for the solvers that support it (``supports_pure_dp``).
         "delta": [Interval(numbers.Real, 0, 1, closed="left")],
         "data_norm": [Interval(numbers.Real, 0, None, closed="neither"), None],
-        "radius": [Interval(numbers.Real, 0, None, closed="neither")],
+        "radius": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
         "algorithm": [StrOptions({"auto", *ALGORITHMS})],
@@ -124,7 +125,7 @@ class BaseDPLinearModel(BaseEstimator):
         epsilon=1.0,
         delta=1e-5,
         data_norm=None,
-        radius=10.0,
+        radius=None,
         alpha=0.0,
         fit_intercept=True,
         algorithm="auto",
@@ -228,8 +229,11 @@ class BaseDPLinearModel(BaseEstimator):
 
     @property
     def _domain_radius(self) -> float:
-        """Radius of the parameter ball: the public ``radius`` (subclasses may derive a default
-        from public quantities when it is ``None``)."""
+        """Radius of the parameter ball: the public ``radius``, or with ``None``
+        :func:`skdpsco.defaults.classifier_radius` of the number of features (subclasses may
+        derive their own default from public quantities)."""
+        if self.radius is None:
+            return classifier_radius(self.n_features_in_, self.feature_scaling is not None)
         return float(self.radius)
 
     def _problem(self, n_samples: int, n_columns: int, loss, epsilon: float) -> Problem:
@@ -342,6 +346,7 @@ class BaseDPLinearModel(BaseEstimator):
             self._fold_scaling(feature_scales, *standardisation)
         self.feature_scales_ = feature_scales
         self.row_norm_ = float(row_norm)
+        self.radius_ = float(task_problem.radius)
         self.algorithm_ = algorithm
         self.loss_ = task_problem.loss
         self.dp_event_ = event
@@ -536,7 +541,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         epsilon=1.0,
         delta=1e-5,
         data_norm=None,
-        radius=10.0,
+        radius=None,
         alpha=0.0,
         fit_intercept=True,
         algorithm="auto",

@@ -34,12 +34,14 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         training data. With ``Normalizer()`` in front, ``data_norm=1`` clips nothing. ``None``:
         with ``feature_scaling`` the rows are clipped after a private per-feature order of
         magnitude (no public bound needed, ``row_norm_`` holds the bound used); without it, 1.
-    radius : float, default=10.0
+    radius : float or None, default=None
         Public radius of the parameter domain of the rows the solver reads (norm at most 1 with
         ``feature_scaling``, ``data_norm`` without): their ``(coef, intercept / c)``, ``c`` that
-        norm bound, has Euclidean (Frobenius for multiclass) norm at most ``radius``. The default
-        suits rows of norm about 1; a larger radius allows sharper models but smaller steps per
-        unit noise.
+        norm bound, has Euclidean (Frobenius for multiclass) norm at most ``radius``. ``None``:
+        :func:`skdpsco.defaults.classifier_radius`, ``5 sqrt(n_features)`` with feature scaling (a
+        coefficient vector of norm up to 5 on the standardised features) and 10 without
+        (``radius_`` holds the value used). A larger radius allows sharper models but takes more
+        steps.
     alpha : float, default=0.0
         Strength of an L2 penalty ``alpha ||w||**2 / 2`` added to the loss (on the augmented
         parameter, intercept included). It makes the objective strongly convex; the penalty's
@@ -123,6 +125,8 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         otherwise.
     row_norm_ : float
         The norm the rows ``X / feature_scales_`` are clipped to, in ``fit`` and in prediction.
+    radius_ : float
+        The radius of the domain actually used (``radius``, or the default rule's).
 
     Notes
     -----

@@ -138,7 +138,6 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling
         self : DPLpRegression
         """
         self._fit_private(X, y)
-        self.radius_ = self._domain_radius
         return self
 
     @property
