@@ -625,8 +625,9 @@ def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_
 
     ``clip_factor`` (the clipping mutation of a scaled fit, plans unchanged): every clip of the fit
     lets rows of ``clip_factor`` times its bound through — the user's ``data_norm``, the rows
-    ``x / s`` clipped to ``B`` before the moments (``data_norm=None``), and the standardised rows
-    the solver reads (clipped to ``clip_factor * C``, still divided by ``C``).
+    ``x / s`` clipped to ``B`` before the moments (``data_norm=None``), the centred rows clipped
+    before their squares are summed, and the standardised rows the solver reads (clipped to
+    ``clip_factor * C``, still divided by ``C``).
     """
     from skdpsco.linear_model import _base, _scaling
 
@@ -642,6 +643,7 @@ def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_
             (_base, "clip_rows"): lambda X, max_norm, out=None: clip(X, clip_factor * max_norm, out=out),
             (_base, "clipped_rows_in_order"): lambda X, order, max_norm, fill=None: gather(X, order, clip_factor * max_norm, fill),
             (_scaling, "standardise_rows"): loose_standardise,
+            (_scaling, "clip_rows"): lambda X, max_norm, out=None: clip(X, clip_factor * max_norm, out=out),
         }
     originals = {key: getattr(*key) for key in patched}
     scaling_release = _scaling.release_noise
@@ -658,16 +660,16 @@ def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_
 
 
 def scaling_events(event) -> list:
-    """The events of the scaling releases, in the order they are drawn: ``[magnitudes, moments]``
-    (``data_norm=None``) or ``[moments]``."""
+    """The events of the scaling releases, in the order they are drawn: the magnitudes'
+    (``data_norm=None``), the sums' (with an intercept) and the centred squares'."""
     return list(event.events) if isinstance(event, dp_accounting.ComposedDpEvent) else [event]
 
 
 def scaling_claims(releases: list, event) -> np.ndarray:
     """Claimed sensitivity of each scaling release against its own event (:func:`release_claims`):
-    ``scale / z`` for a Gaussian event (``sqrt(2 d)`` for the magnitudes, ``sqrt(6)`` for the
-    moments as planned), ``scale epsilon`` (``l1``) for Laplace noise of a pure event (``2 d``,
-    ``2 sqrt(d) + 2``)."""
+    ``scale / z`` for a Gaussian event (``sqrt(2 d)`` for the magnitudes, 2 for the sums,
+    ``sqrt(2)`` for the centred squares as planned), ``scale epsilon`` (``l1``) for Laplace noise
+    of a pure event (``2 d``, ``2 sqrt(d)``, 2)."""
     events = scaling_events(event)
     if len(releases) < len(events):
         raise AssertionError(f"{len(releases)} releases for the {len(events)} scaling events {event!r}")
@@ -684,11 +686,12 @@ noisy order up to ``2**40``, :func:`skdpsco.linear_model._scaling.release_magnit
 def scaling_rows(n_features: int, norm: float, scales: np.ndarray | None = None) -> list:
     """Rows adversarial to the scaling releases, in the user's units.
 
-    The corners of the ball of radius ``norm`` (``+-norm`` on every axis, the sign vectors of the
-    first two and of all coordinates, scaled to ``norm``), the two unit vectors 120 degrees apart
-    at angles -15 and 105 degrees in the first plane (``||x - x'||**2 + ||x**2 - x'**2||**2 =
-    4.5 B**2`` at ``||x|| = ||x'|| = B``: the largest ``l2`` shift of the moments, ``0.866`` of
-    ``sqrt(6)``) and the zero row, every one but the zero row given at ``SCALING_BIG`` times its
+    The corners of the ball of radius ``norm`` (``+-norm`` on every axis: ``e_1`` against ``-e_1``
+    moves the sums by their ``l2`` sensitivity 2, ``e_1`` against ``e_2`` the centred squares by
+    about ``sqrt(2)``; the sign vectors of the first two and of all coordinates, scaled to
+    ``norm``: all against their negation moves the sums by their ``l1`` sensitivity ``2
+    sqrt(d)``), the two unit vectors 120 degrees apart at angles -15 and 105 degrees in the first
+    plane, and the zero row, every one but the zero row given at ``SCALING_BIG`` times its
     norm, so that the fit's clip puts it on the sphere (and a loosened clip does not: the clipping
     mutation). With ``scales`` (the rows ``x / s`` are clipped after the magnitudes,
     ``data_norm=None``) the corners are taken in the scaled units, ``scales * corner``; and rows
@@ -753,14 +756,15 @@ def scaling_release_run(X, seed, data_norm, pure, epsilon):
 
 
 def scaling_cases() -> dict:
-    cases = [
-        ScalingCase("feature scaling: magnitudes (gaussian, data_norm=None)", None, False, 0),
-        ScalingCase("feature scaling: moments after magnitudes (gaussian, data_norm=None)", None, False, 1),
-        ScalingCase("feature scaling: moments (gaussian, data_norm=1)", 1.0, False, 0),
-        ScalingCase("feature scaling: magnitudes (laplace, data_norm=None)", None, True, 0),
-        ScalingCase("feature scaling: moments after magnitudes (laplace, data_norm=None)", None, True, 1),
-        ScalingCase("feature scaling: moments (laplace, data_norm=1)", 1.0, True, 0),
-    ]
+    cases = []
+    for noise, pure in (("gaussian", False), ("laplace", True)):
+        cases += [
+            ScalingCase(f"feature scaling: magnitudes ({noise}, data_norm=None)", None, pure, 0),
+            ScalingCase(f"feature scaling: sums after magnitudes ({noise}, data_norm=None)", None, pure, 1),
+            ScalingCase(f"feature scaling: centred squares after magnitudes ({noise}, data_norm=None)", None, pure, 2),
+            ScalingCase(f"feature scaling: sums ({noise}, data_norm=1)", 1.0, pure, 0),
+            ScalingCase(f"feature scaling: centred squares ({noise}, data_norm=1)", 1.0, pure, 1),
+        ]
     return {c.name: c for c in cases}
 
 

@@ -14,8 +14,14 @@ from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAcc
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
 
 
-def _statistic(rows, bound):
-    return np.concatenate([rows.sum(axis=0) / bound, (rows**2).sum(axis=0) / bound**2])
+def _sums(rows, bound):
+    return rows.sum(axis=0) / bound
+
+
+def _centred_squares(rows, mean, clip):
+    centred = rows - mean
+    centred *= clip / np.maximum(np.linalg.norm(centred, axis=1, keepdims=True), clip)
+    return (centred**2).sum(axis=0) / clip**2
 
 
 def _adversarial_rows(d, bound):
@@ -38,25 +44,33 @@ def _adversarial_rows(d, bound):
 
 @pytest.mark.parametrize("d", [1, 2, 5])
 def test_moments_sensitivity_bounds_every_adversarial_pair(d):
-    """Replace-one l2 shift of the released statistic <= sqrt(6), its l1 shift <= 2 sqrt(d) + 2,
-    over the corners of the ball (and, for the mutation, > sqrt(6) / 2: a halved constant is caught)."""
-    bound = 3.0
+    """Replace-one shifts of the two releases over the corners of the ball, the sums of squares
+    centred on any fixed mean (the released one) and clipped to ``C``: at most the sensitivities of
+    ``moment_sensitivities`` (l2: 2 and sqrt 2; l1: 2 sqrt(d) and 2), and more than half of them
+    (a halved constant is caught)."""
+    bound, clip = 3.0, 3.0 * scaling.CENTRED_NORM_FACTOR
     rng = np.random.default_rng(0)
     background = rng.normal(size=(4, d))
     background *= bound / np.maximum(np.linalg.norm(background, axis=1, keepdims=True), bound)
-    largest_l2 = largest_l1 = 0.0
-    for a, b in itertools.product(_adversarial_rows(d, bound), repeat=2):
-        shift = _statistic(np.vstack([background, a]), bound) - _statistic(np.vstack([background, b]), bound)
-        largest_l2 = max(largest_l2, np.linalg.norm(shift))
-        largest_l1 = max(largest_l1, np.abs(shift).sum())
-    assert largest_l2 <= scaling.GAUSSIAN_MOMENTS_SENSITIVITY + 1e-12
-    assert largest_l1 <= scaling.laplace_moments_sensitivity(d) + 1e-12
-    assert largest_l2 > scaling.GAUSSIAN_MOMENTS_SENSITIVITY / 2  # the check can fail
+    largest = np.zeros((2, 2))  # (sums, squares) x (l2, l1)
+    for mean in (np.zeros(d), rng.normal(size=d)):
+        for a, b in itertools.product(_adversarial_rows(d, bound), repeat=2):
+            D, D_prime = np.vstack([background, a]), np.vstack([background, b])
+            for k, shift in enumerate([_sums(D, bound) - _sums(D_prime, bound),
+                                       _centred_squares(D, mean, clip) - _centred_squares(D_prime, mean, clip)]):
+                largest[k] = np.maximum(largest[k], [np.linalg.norm(shift), np.abs(shift).sum()])
+    l2, l1 = np.array(scaling.moment_sensitivities(d, False)), np.array(scaling.moment_sensitivities(d, True))
+    assert np.all(largest[:, 0] <= l2 + 1e-12) and np.all(largest[:, 1] <= l1 + 1e-12)
+    assert np.all(largest[:, 0] > l2 / 2)  # the check can fail
+    assert math.hypot(*l2) == pytest.approx(scaling.GAUSSIAN_MOMENTS_SENSITIVITY)
+    assert sum(l1) == pytest.approx(scaling.laplace_moments_sensitivity(d))
 
 
 def test_release_draws_at_the_claimed_sensitivity(monkeypatch):
-    """White-box: the noise the release draws, divided by the event's noise multiplier, is the
-    sensitivity the event claims; the realised shift on neighbouring datasets stays below it."""
+    """White-box: the noise each moment release draws, divided by its event's noise multiplier,
+    is the sensitivity the event claims (2 for the sums, sqrt 2 for the centred squares); the
+    realised shift on neighbouring datasets stays below it, the squares centred on ``D``'s
+    released mean on both; the two events compose to the planned ``mu``."""
     seen = []
 
     def observe(value, scale, rng, draw=None):
@@ -65,17 +79,27 @@ def test_release_draws_at_the_claimed_sensitivity(monkeypatch):
 
     monkeypatch.setattr(scaling, "release_noise", observe)
     plan = scaling.plan_scaling(5, 2, 1.0, gaussian_mu=0.3)
-    claimed = seen_scale = None
     rows = np.array([[1.0, 0.0], [0.0, 0.5], [0.3, 0.3], [0.0, 0.0], [0.6, -0.8]])
     neighbour = rows.copy()
     neighbour[0] = [-1.0, 0.0]
-    scaling.release_moments(rows, plan, np.random.default_rng(0))
+    mean, _ = scaling.release_moments(rows, plan, np.random.default_rng(0))
+    squares_on_mean = _centred_squares(neighbour, mean, plan.centred_norm)
     scaling.release_moments(neighbour, plan, np.random.default_rng(0))
-    (v0, seen_scale), (v1, _) = seen
-    claimed = seen_scale / plan.dp_event.noise_multiplier
-    assert claimed == pytest.approx(scaling.GAUSSIAN_MOMENTS_SENSITIVITY)
-    assert np.linalg.norm(v0 - v1) <= claimed
-    assert plan.dp_event.noise_multiplier == pytest.approx(1 / 0.3)
+    (sums, scale), (squares, _), (sums_prime, _), _ = seen
+    mean_event, squares_event = plan.dp_event.events
+    assert scale / mean_event.noise_multiplier == pytest.approx(2.0)
+    assert scale / squares_event.noise_multiplier == pytest.approx(math.sqrt(2.0))
+    assert np.linalg.norm(sums - sums_prime) <= 2.0 + 1e-12
+    assert np.linalg.norm(squares - squares_on_mean) <= math.sqrt(2.0) + 1e-12
+    assert math.hypot(*(1 / e.noise_multiplier for e in plan.dp_event.events)) == pytest.approx(0.3)
+
+
+def test_without_intercept_only_the_squares_are_released():
+    plan = scaling.plan_scaling(100, 3, 2.0, gaussian_mu=0.5, centred=False)
+    assert plan.centred_norm == 2.0 and plan.dp_event.noise_multiplier == pytest.approx(1 / 0.5)  # mu = 0.5, one release
+    rows = np.ones((100, 3))
+    mean, scale = scaling.release_moments(rows, plan, np.random.default_rng(0))
+    assert np.all(mean == 0) and np.all(scale > 0.5)  # the root mean square, 1, up to noise
 
 
 def test_standardised_rows_are_bounded_and_folding_is_exact_on_unclipped_rows():
@@ -118,10 +142,11 @@ def test_one_event_composes_scaling_and_model_within_the_budget(estimator, label
     kwargs = {} if labels is None else {"classes": list(range(labels))}
     ledger = PrivacyAccountant()
     model = estimator(epsilon=1.0, delta=1e-5, accountant=ledger, random_state=0, **kwargs).fit(X, y)
-    (magnitudes, moments), model_event = [e.events if isinstance(e, dp_accounting.ComposedDpEvent) else e
-                                          for e in model.dp_event_.events]
+    (magnitudes, *moments), model_event = [e.events if isinstance(e, dp_accounting.ComposedDpEvent) else e
+                                           for e in model.dp_event_.events]
     mu = 1 / gaussian_noise_multiplier(1.0, 1e-5)
-    assert moments.noise_multiplier == pytest.approx(1 / (math.sqrt(scaling.SCALING_SHARE) * mu))
+    assert len(moments) == 2  # the sums, then the centred squares
+    assert math.hypot(*(1 / e.noise_multiplier for e in moments)) == pytest.approx(math.sqrt(scaling.SCALING_SHARE) * mu)
     assert magnitudes.noise_multiplier == pytest.approx(1 / (math.sqrt(scaling.MAGNITUDE_SHARE) * mu))
     assert 0.995 <= model.epsilon_ <= 1.0
     assert model.epsilon_ == epsilon_of(model.dp_event_, 1e-5)
@@ -154,6 +179,37 @@ def test_prediction_clips_rows_as_fit_does():
         np.testing.assert_allclose(model.decision_function(row * 10), model.decision_function(row * 2 / 5))
         regression = DPLpRegression(data_norm=2.0, random_state=0, feature_scaling=feature_scaling).fit(X, X[:, 0] / 3)
         np.testing.assert_allclose(regression.predict(row * 10), regression.predict(row * 2 / 5))
+
+
+def test_prediction_standardises_and_clips_as_fit_does(monkeypatch):
+    """The model predicts through the same map as the rows it trained on: ``x / s`` clipped to
+    ``row_norm_``, standardised with the released statistics and clipped to ``C``. A row far out
+    along one feature is shrunk by the second clip in prediction as in ``fit``, so its score is
+    the trained model's on the clipped standardised row (the folded linear model alone would
+    extrapolate it)."""
+    trained = {}
+    original = scaling.standardise_rows
+
+    def keep(rows, mean, scale, clip_norm):
+        original(rows, mean, scale, clip_norm)
+        trained["rows"] = rows.copy()
+
+    monkeypatch.setattr(scaling, "standardise_rows", keep)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)) * [1.0, 30.0, 0.01] + [0.0, 100.0, 0.0]
+    y = (X[:, 0] > 0).astype(int)
+    model = DPLogisticRegression(epsilon=5.0, classes=[0, 1], random_state=0).fit(X, y)
+    mean, scale, clip_norm = model.standardisation_
+    assert clip_norm == pytest.approx(math.sqrt(3)) and np.linalg.norm(trained["rows"], axis=1).max() <= 1 + 1e-12
+    far = np.array([[50.0, 100.0, 0.0]])  # 50 sds out along feature 0
+    divided = far / model.feature_scales_
+    divided *= min(1.0, model.row_norm_ / np.linalg.norm(divided))  # the first clip
+    z = (divided - mean) / scale
+    assert np.linalg.norm(z) > clip_norm  # the second clip shrinks it
+    shrunk_x = (z * clip_norm / np.linalg.norm(z) * scale + mean) * model.feature_scales_
+    trained_score = shrunk_x @ model.coef_.T + model.intercept_  # the folded model on the clipped standardised row
+    np.testing.assert_allclose(model.decision_function(far), trained_score.ravel(), rtol=1e-9)
+    assert abs(model.decision_function(far)[0]) < abs((far @ model.coef_.T + model.intercept_)[0, 0])
 
 
 def test_feature_scaling_is_a_validated_parameter():

@@ -86,15 +86,15 @@ AUDIT = Audit(
 
 
 def test_the_audited_fit_composes_the_scaling_and_the_solver():
-    """The audited fit is the scaled default: three Gaussian releases composed (magnitudes, moments,
+    """The audited fit is the scaled default: four Gaussian releases composed (magnitudes, sums, squares,
     noisy GD) whose epsilon is the claim, every row clipped onto the ball and standardised to 1."""
     setup = AUDIT.setup
     model = setup.run(setup.dataset_0, 0)
     scaling_event, solver_event = model.dp_event_.events
-    assert len(scaling_event.events) == 2 and model.algorithm_ == "noisy_gd"
+    assert len(scaling_event.events) == 3 and model.algorithm_ == "noisy_gd"  # magnitudes, sums, squares
     assert setup.claimed_epsilon == model.epsilon_ and 0.998 * EPSILON <= model.epsilon_ <= EPSILON
     mu = [1.0 / e.noise_multiplier for e in scaling_event.events]
-    assert mu[0] ** 2 / mu[1] ** 2 == pytest.approx(_scaling.MAGNITUDE_SHARE / _scaling.SCALING_SHARE)
+    assert mu[0] ** 2 / (mu[1] ** 2 + mu[2] ** 2) == pytest.approx(_scaling.MAGNITUDE_SHARE / _scaling.SCALING_SHARE)
 
 
 def test_scaled_fit_audit_within_its_claim_and_noise_over_4_caught():

@@ -197,18 +197,20 @@ SCALED_ESTIMATORS = wb.scaled_estimator_cases()
 def _scaling_pairs(d=3, scales=None):
     """The worst neighbours of each scaling release, in the units of the scaled rows (big rows are
     clipped onto the sphere of radius B): entries at +2**60 and 2**-30 on every feature (every
-    feature's histogram moves by sqrt 2: the magnitudes' claim sqrt(2 d) exactly), the two unit
-    vectors 120 degrees apart at -15 and 105 degrees (l2 shift of the moments sqrt(4.5) = 0.866 of
-    sqrt 6), e_3 against -(e_1 + e_2) / sqrt 2 (l1 shift 1 + sqrt 2 + 2 = 0.81 of 2 sqrt 3 + 2), and
-    a zero row against a big one. With ``scales`` (the released orders of magnitude the rows are
-    divided by, ``data_norm=None``) the directions are taken in the divided units."""
+    feature's histogram moves by sqrt 2: the magnitudes' claim sqrt(2 d) exactly), e_1 against
+    -e_1 (the sums' l2 sensitivity 2 exactly), the all-ones direction against its negation (their
+    l1 sensitivity 2 sqrt(d) exactly), e_1 against e_2 (the centred squares' sqrt 2 in l2 and 2 in
+    l1, up to the centring on the released mean), and a zero row against a big one. With
+    ``scales`` (the released orders of magnitude the rows are divided by, ``data_norm=None``) the
+    directions are taken in the divided units."""
     big, tiny = wb.SCALING_BIG, wb.SCALING_TINY
-    unit = np.ones(d) if scales is None else scales
-    angle = lambda a: big * unit * np.r_[math.cos(a), math.sin(a), np.zeros(d - 2)]
+    unit = big * (np.ones(d) if scales is None else scales)
+    axes = np.eye(d)
     return [
         (big * np.ones(d), tiny * np.ones(d)),
-        (angle(-math.pi / 12), angle(7 * math.pi / 12)),
-        (big * unit * np.eye(d)[2], -big * unit * np.r_[1.0, 1.0, np.zeros(d - 2)] / math.sqrt(2.0)),
+        (unit * axes[0], -unit * axes[0]),
+        (unit, -unit),
+        (unit * axes[0], unit * axes[1]),
         (np.zeros(d), big * np.ones(d)),
     ]
 
@@ -233,15 +235,16 @@ def _scaling_worst(name, noise_factor=1.0, clip_factor=1.0):
     )
 
 
-# realised / claimed at the worst neighbour of each release (the exact values of _scaling_pairs)
-SCALING_TIGHTNESS = {"magnitudes": 1.0, "gaussian": math.sqrt(4.5 / 6.0), "laplace": (3.0 + math.sqrt(2.0)) / (2.0 * math.sqrt(3.0) + 2.0)}
-
-
 @pytest.mark.parametrize("name", SCALING_CASES)
 def test_scaling_release_within_its_claim_and_tight_at_the_worst_neighbour(name):
-    kind = "magnitudes" if name.startswith("feature scaling: magnitudes") else ("laplace" if SCALING_CASES[name].pure else "gaussian")
-    assert _scaling_worst(name) == pytest.approx(SCALING_TIGHTNESS[kind], rel=1e-9)
-    assert _scaling_worst(name) <= LIMIT
+    """Each release at its claim at the worst pair of ``_scaling_pairs``: the magnitudes and the
+    sums exactly, the centred squares within the tilt the released mean gives the clipped rows."""
+    worst = _scaling_worst(name)
+    assert worst <= LIMIT
+    if "centred squares" in name:
+        assert worst > 0.95
+    else:
+        assert worst == pytest.approx(1.0, rel=1e-9)
 
 
 @pytest.mark.parametrize("name", SCALING_CASES)
@@ -249,26 +252,26 @@ def test_scaling_check_catches_noise_halved_a_halved_sensitivity_and_loose_clipp
     from skdpsco.linear_model import _scaling
 
     assert _scaling_worst(name, noise_factor=0.5) > LIMIT
-    if "moments" in name:  # the magnitudes are counted before any clip
+    if "magnitudes (" not in name:  # the magnitudes are counted before any clip
         assert _scaling_worst(name, clip_factor=2.0) > LIMIT
     with monkeypatch.context() as patch:  # a plan whose sensitivity constants are half the truth
-        patch.setattr(_scaling, "GAUSSIAN_MOMENTS_SENSITIVITY", _scaling.GAUSSIAN_MOMENTS_SENSITIVITY / 2)
-        patch.setattr(_scaling, "laplace_moments_sensitivity", lambda d, f=_scaling.laplace_moments_sensitivity: f(d) / 2)
+        patch.setattr(_scaling, "moment_sensitivities", lambda d, laplace, f=_scaling.moment_sensitivities:
+                      tuple(s / 2 for s in f(d, laplace)))
         patch.setattr(_scaling, "magnitude_sensitivity", lambda d, laplace, f=_scaling.magnitude_sensitivity: f(d, laplace) / 2)
         assert _scaling_worst(name) > LIMIT
 
 
 def test_scaling_releases_are_observed_only_with_the_scaling_hook():
     """``_scaling`` binds ``release_noise`` at import: ``observed`` alone sees none of its releases,
-    ``observed_scaled`` sees them all (the magnitudes and the moments)."""
-    case = SCALING_CASES["feature scaling: moments after magnitudes (gaussian, data_norm=None)"]
+    ``observed_scaled`` sees them all (the magnitudes, the sums and the centred squares)."""
+    case = SCALING_CASES["feature scaling: sums after magnitudes (gaussian, data_norm=None)"]
     X, _ = wb.scaling_background(case.n_samples, case.n_features, None, wb.CLASSES, 0)
     with wb.observed() as plain:
         wb.scaling_release_run(X, 0, None, False, 1.0)
     with wb.observed_scaled() as hooked:
         event, _ = wb.scaling_release_run(X, 0, None, False, 1.0)
-    assert plain.releases == [] and len(hooked.releases) == len(wb.scaling_events(event)) == 2
-    np.testing.assert_allclose(wb.scaling_claims(hooked.releases, event), [math.sqrt(6.0), math.sqrt(6.0)])
+    assert plain.releases == [] and len(hooked.releases) == len(wb.scaling_events(event)) == 3
+    np.testing.assert_allclose(wb.scaling_claims(hooked.releases, event), [math.sqrt(6.0), 2.0, math.sqrt(2.0)])
 
 
 def _scaled_estimator_ratios(name, noise_factor=1.0, clip_factor=1.0):
@@ -295,7 +298,7 @@ def _scaled_estimator_ratios(name, noise_factor=1.0, clip_factor=1.0):
 def test_scaled_fit_releases_within_their_claims_replayed_on_the_released_scaling(name):
     """Every release of the default scaled fit, the neighbour's rows standardised with the
     statistics released on ``D``: the scaling releases at their claim (the magnitudes exactly, or the
-    moments' 0.866), every noisy GD step within its own (standardised rows of norm <= 1)."""
+    sums and the centred squares at theirs), every noisy GD step within its own (standardised rows of norm <= 1)."""
     scaling_worst, steps_worst = _scaled_estimator_ratios(name)
     assert scaling_worst <= LIMIT and steps_worst <= LIMIT
     assert scaling_worst >= math.sqrt(4.5 / 6.0) - 1e-9

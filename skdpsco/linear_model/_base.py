@@ -219,12 +219,20 @@ class BaseDPLinearModel(BaseEstimator):
         return self._solver_data_norm * (np.sqrt(2.0) if self.fit_intercept else 1.0)
 
     def _clipped(self, X) -> np.ndarray:
-        """Validated rows for prediction, shrunk as ``fit`` clips them: ``x / feature_scales_``
-        clipped to norm ``row_norm_``, back in the units of ``x``. The model is a function of the
-        clipped row, on every row ``fit`` could have seen."""
+        """Validated rows for prediction, mapped as ``fit`` mapped the rows it trained on, back in
+        the units of ``x``: ``x / feature_scales_`` clipped to norm ``row_norm_``, then (with
+        feature scaling) standardised with the released ``standardisation_`` and clipped to its
+        norm ``C``. The folded ``coef_`` / ``intercept_`` give on these rows exactly the trained
+        model on the standardised, clipped rows: the model is a function of the rows ``fit`` could
+        have seen, and a row ``fit`` would have shrunk is shrunk here too."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=False, dtype=np.float64, reset=False)
         shrunk = clip_rows(_scaling.divide_by_powers_of_two(X, self.feature_scales_), self.row_norm_)
+        if self.standardisation_ is not None:
+            mean, scale, clip_norm = self.standardisation_
+            standardised = (shrunk - mean) / scale
+            clip_rows(standardised, clip_norm, out=standardised)
+            shrunk = standardised * scale + mean
         return _scaling.divide_by_powers_of_two(shrunk, 1.0 / self.feature_scales_, out=shrunk)
 
     @property
@@ -331,7 +339,7 @@ class BaseDPLinearModel(BaseEstimator):
             epsilon=spent_epsilon,
             delta=float(self.delta),
         )
-        feature_scales, row_norm = np.ones(n_features), data_norm
+        feature_scales, row_norm, standardisation = np.ones(n_features), data_norm, None
         if scaling is not None:
             feature_scales, *standardisation = self._standardise(rows, scaling, order_rng.spawn(1)[0])
             row_norm = scaling.data_norm
@@ -346,6 +354,7 @@ class BaseDPLinearModel(BaseEstimator):
             self._fold_scaling(feature_scales, *standardisation)
         self.feature_scales_ = feature_scales
         self.row_norm_ = float(row_norm)
+        self.standardisation_ = None if standardisation is None else tuple(standardisation)
         self.radius_ = float(task_problem.radius)
         self.algorithm_ = algorithm
         self.loss_ = task_problem.loss
@@ -365,11 +374,13 @@ class BaseDPLinearModel(BaseEstimator):
         share = _scaling.SCALING_SHARE
         if self._data_norm is None:
             share += _scaling.MAGNITUDE_SHARE
+        centred = bool(self.fit_intercept)
         if float(self.delta) == 0.0:
             return _scaling.plan_scaling(n_samples, n_features, self._data_norm,
-                                         pure_epsilon=share * float(self.epsilon))
+                                         pure_epsilon=share * float(self.epsilon), centred=centred)
         mu = 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
-        return _scaling.plan_scaling(n_samples, n_features, self._data_norm, gaussian_mu=math.sqrt(share) * mu)
+        return _scaling.plan_scaling(n_samples, n_features, self._data_norm, gaussian_mu=math.sqrt(share) * mu,
+                                     centred=centred)
 
     def _task_epsilon_guess(self, n_tasks: int) -> float:
         """The per-task epsilon if every release is Gaussian: the epsilon of one task's share of
@@ -384,8 +395,8 @@ class BaseDPLinearModel(BaseEstimator):
         """Release the rows' orders of magnitude when there is no public ``data_norm``, divide
         and clip the rows, release their noisy moments and standardise them, in place
         (:func:`~._scaling.release_magnitudes`, :func:`~._scaling.release_moments`,
-        :func:`~._scaling.standardise_rows`). Without an intercept the rows are scaled but not
-        centred (the model stays a linear map through the origin), as
+        :func:`~._scaling.standardise_rows`). Without an intercept the rows are scaled by their
+        root mean square but not centred (the model stays a linear map through the origin), as
         ``StandardScaler(with_mean=False)`` does. Returns ``(feature_scales, mean, scale, C)``
         for :meth:`_fold_scaling`."""
         features = rows[:, :scaling.n_features]
@@ -396,9 +407,6 @@ class BaseDPLinearModel(BaseEstimator):
             _scaling.divide_by_powers_of_two(features, feature_scales, out=features)
             clip_rows(features, scaling.data_norm, out=features)
         mean, scale = _scaling.release_moments(features, scaling, rng)
-        if not self.fit_intercept:
-            scale = np.sqrt(scale**2 + mean**2)  # the root mean square: floored second moment
-            mean = np.zeros_like(mean)
         _scaling.standardise_rows(features, mean, scale, scaling.clip_norm)
         return feature_scales, mean, scale, scaling.clip_norm
 

@@ -93,9 +93,10 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         Learn the features' scales privately inside ``fit`` and train on standardised rows
         (``skdpsco.linear_model._scaling``): without a public ``data_norm``, a noisy histogram of
         each feature's binary order of magnitude first brings every feature to about 1; then
-        noisy per-feature means and second moments of the clipped rows (replace-one
-        sensitivity ``sqrt(6) B**2``, whatever ``n_features``) standardise them, and the
-        standardised rows are clipped to norm ``sqrt(d)`` and divided by it. The scaling is
+        noisy per-feature means of the clipped rows and noisy second moments of the rows centred
+        on them (replace-one sensitivities ``2 B`` and ``sqrt(2) C**2``, whatever
+        ``n_features``) standardise them, and the standardised rows are clipped to norm
+        ``sqrt(d)`` and divided by it. The scaling is
         folded into ``coef_`` and ``intercept_``, so the model predicts raw rows. Its releases
         and the solver compose into the fit's one event, within ``epsilon``; they get a public
         share of the budget (``_scaling.SCALING_SHARE``, ``MAGNITUDE_SHARE``). ``None``: train on
@@ -125,6 +126,11 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         otherwise.
     row_norm_ : float
         The norm the rows ``X / feature_scales_`` are clipped to, in ``fit`` and in prediction.
+    standardisation_ : tuple (mean, scale, C) or None
+        The released per-feature mean and scale of those clipped rows and the norm ``C`` the
+        standardised rows are clipped to, in ``fit`` and in prediction (``None`` without feature
+        scaling). ``coef_`` and ``intercept_`` hold the model folded back to the units of ``X``,
+        exact on the rows the second clip leaves alone.
     radius_ : float
         The radius of the domain actually used (``radius``, or the default rule's).
 

@@ -68,6 +68,8 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling
     solver_info_ : dict
     radius_ : float
         The radius of the domain actually used (``radius``, or the default rule's).
+    feature_scales_, row_norm_, standardisation_
+        As in :class:`~skdpsco.DPLogisticRegression`.
 
     Examples
     --------

@@ -65,7 +65,7 @@ constraint_p, step_scale, solver_options, random_state, accountant, verbose, cla
         Per-example gradient evaluations, all classes together.
     solver_info_ : dict
         Public diagnostics of the schedule of one class's model.
-    feature_scales_, row_norm_, radius_
+    feature_scales_, row_norm_, standardisation_, radius_
         As in :class:`~skdpsco.DPLogisticRegression`.
 
     Examples
