@@ -13,14 +13,17 @@ exactly ``mu``-GDP mechanism: the target the audits are measured against.
 Every audit is one :func:`skdpsco.audit.audit_mechanism` call with ``random_state=seed``; the
 honest and the weakened audit of one seed use the same trial seeds. Run on one core
 (``OMP_NUM_THREADS=1``): about 3.5 hours for the full table on a shared core (the estimator paths
-about 2.5 of them; ``svm_one_vs_rest_laplace`` alone 34 minutes), so run it in parts with ``--only``.
+about 2.5 of them; ``svm_one_vs_rest_laplace`` alone 34 minutes), so run it in parts with ``--only``,
+in parallel processes where there are cores: each run merges its rows into the results under a lock.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -222,6 +225,29 @@ def report(records: list, ideal: str, n_seeds: int, minutes: float, quick: bool)
     ])
 
 
+def write_results(stem: Path, measured: dict, ideal_records: list, ideal_seconds: float, n_seeds: int,
+                  quick: bool, merge: bool) -> float:
+    """Write the rows ``measured`` (merged into the existing ones if ``merge``) to ``stem``'s ``.md`` and ``.json``.
+
+    The existing results are re-read under an exclusive lock just before writing, so several
+    ``--only`` runs in parallel processes (one core each) add their rows without overwriting each
+    other's. Returns the minutes of all rows.
+    """
+    lock_path = Path(tempfile.gettempdir()) / f"skdpsco-{stem.name}.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = stem.with_suffix(".json")
+        previous = json.loads(path.read_text())["audits"] if merge and path.exists() else []
+        records = {r["name"]: r for r in previous} | measured
+        ordered = [records[name] for name in AUDITS if name in records]
+        minutes = (ideal_seconds + sum(r["seconds"] for r in ordered)) / 60
+        stem.with_suffix(".md").write_text(report(ordered, ideal_markdown(ideal_records), n_seeds, minutes, quick))
+        path.write_text(json.dumps(
+            {"machine": machine_info(), "n_seeds": n_seeds, "minutes": minutes, "ideal_seconds": ideal_seconds,
+             "ideal": ideal_records, "audits": ordered}, indent=1))
+    return minutes
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="4 seeds, default-suite audits only")
@@ -241,21 +267,15 @@ def main(argv=None) -> None:
     else:
         ideal_records = previous["ideal"]
         ideal_seconds = previous.get("ideal_seconds", 60 * previous["minutes"] - sum(r["seconds"] for r in previous["audits"]))
-    ideal = ideal_markdown(ideal_records)
-    print(ideal, flush=True)
-    records = {r["name"]: r for r in (previous["audits"] if previous else [])}
+    print(ideal_markdown(ideal_records), flush=True)
+    measured = {}
     for name in names:
         record = measure(AUDITS[name], n_seeds)
-        records[name] = record
+        measured[name] = record
         print(f"{name}: honest median {record['honest_median']:.3f} / claim {record['claimed_epsilon']:.3f}, "
               f"within {record['honest_within']:.2f}, power {record['power']}, tightness {record['tightness']:.2f}, "
               f"{record['seconds']:.0f} s", flush=True)
-    ordered = [records[name] for name in AUDITS if name in records]
-    minutes = (ideal_seconds + sum(r["seconds"] for r in ordered)) / 60
-    stem.with_suffix(".md").write_text(report(ordered, ideal, n_seeds, minutes, args.quick))
-    stem.with_suffix(".json").write_text(json.dumps(
-        {"machine": machine_info(), "n_seeds": n_seeds, "minutes": minutes, "ideal_seconds": ideal_seconds,
-         "ideal": ideal_records, "audits": ordered}, indent=1))
+    minutes = write_results(stem, measured, ideal_records, ideal_seconds, n_seeds, args.quick, merge=bool(args.only))
     print(f"this run {(time.perf_counter() - started) / 60:.1f} min; all rows {minutes:.1f} min", flush=True)
 
 
