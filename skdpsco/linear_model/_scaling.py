@@ -261,8 +261,8 @@ def plan_scaling(n_samples: int, n_features: int, data_norm: float | None, *, ga
     0``) or ``pure_epsilon`` (``delta = 0``); exactly one of them. With ``data_norm=None`` the
     share is split between the magnitudes (:data:`MAGNITUDE_SHARE`) and the moments
     (:data:`SCALING_SHARE`) in proportion, and the moments' bound is ``B = ROW_NORM_FACTOR
-    sqrt(d)``. The moment releases (the sums only when ``centred``) get the same noise per
-    coordinate, the sensitivities of :func:`moment_sensitivities` setting their events."""
+    sqrt(d)``. The moment releases (the sums when ``centred``, then the squares) get the same
+    noise per coordinate; the sensitivities of :func:`moment_sensitivities` set their events."""
     if (gaussian_mu is None) == (pure_epsilon is None):
         raise ValueError("plan_scaling needs exactly one of gaussian_mu and pure_epsilon.")
     laplace = gaussian_mu is None
