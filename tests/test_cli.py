@@ -138,3 +138,21 @@ def test_quickstart_example_runs(capsys, monkeypatch):
     runpy.run_path(str(ROOT / "examples" / "quickstart.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert "test accuracy" in out and "privacy spent" in out
+
+
+def test_compare_reports_a_missing_csv_and_a_stray_target(capsys):
+    assert main(["compare", "--csv", "/nonexistent/rows.csv", "--target", "y"]) == 2
+    assert "--csv: cannot read '/nonexistent/rows.csv'" in capsys.readouterr().err
+    assert main(["compare", "--dataset", "iris", "--target", "y"]) == 2
+    assert "--target names the label column of --csv" in capsys.readouterr().err
+
+
+def test_compare_help_explains_every_option_with_its_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = capsys.readouterr().out
+    for option in ("--epsilons", "--delta", "--seed", "--radius", "--repeats", "--test-size"):
+        line = next(line for line in text.splitlines() if line.strip().startswith(option))
+        block = text[text.index(line):text.index(line) + 400]
+        assert "default" in block, option
+    assert "``" not in text and "Normalizer), which reads no statistic" not in text
