@@ -24,7 +24,10 @@ class DPLpRegression(SmoothingMixin, RegressorMixin, BaseDPLinearModel):
     For ``p=1`` the algorithms that need a Lipschitz gradient optimise the Gaussian smoothing of
     the absolute loss in closed form (:mod:`skdpsco.smoothing`), within
     ``smoothing_width * sqrt(2 / pi)`` of it. For ``1 < p < 2`` the loss is Hölder-smooth with
-    exponent ``p - 1``: no implemented algorithm accepts it yet.
+    exponent ``p - 1`` (its gradient is not Lipschitz): ``'auto'`` trains it with DP-SGD-Gradient
+    of Wang et al. (``'gradient_perturbation'``, which needs only the gradient bound for privacy);
+    ``'ftrl'`` and ``'output_perturbation'`` accept it too, the solvers that need a Lipschitz
+    gradient refuse it.
 
     Parameters
     ----------

@@ -41,7 +41,8 @@ constraint_p, step_scale, solver_options, random_state, accountant, verbose, cla
         ``(1 - y z)_+``, its square, or ``(1 - y z)_+ ** q``.
     q : float, default=1.5
         Exponent of ``'q_hinge'``, in (1, 2] (ignored otherwise). For ``1 < q < 2`` the loss is
-        Hölder-smooth but its gradient is not Lipschitz: no implemented algorithm accepts it yet.
+        Hölder-smooth but its gradient is not Lipschitz: ``'auto'`` trains it with
+        ``'gradient_perturbation'`` (Wang et al.); the solvers that need a Lipschitz gradient refuse it.
     smoothing_width : float or None, default=None
         Standard deviation of the Gaussian smoothing of the hinge loss (margin units). ``None``:
         the width that balances the smoothing error against the algorithms' excess-risk rate

@@ -390,7 +390,7 @@ def plan_strongly_convex(problem: Problem, average: bool) -> StronglyConvexPlan:
     if not lam > 0:
         raise ValueError(
             "StronglyConvexPhasedSGD needs strong convexity from an explicit ridge term: set alpha > 0 "
-            f"(problem.l2_penalty = {problem.l2_penalty!r})."
+            f"on the estimator (got alpha={problem.l2_penalty!r})."
         )
     c = validated_constants(problem, "StronglyConvexPhasedSGD")
     n_rows = _check_n_samples(problem.n_samples)  # then every epoch has >= 2 rows (strongly_convex_schedule)
