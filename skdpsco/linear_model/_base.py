@@ -625,8 +625,9 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         return indices
 
     def decision_function(self, X):
-        """Confidence scores ``clip(X) @ coef_.T + intercept_``, each row clipped to
-        ``data_norm`` as in ``fit``.
+        """Confidence scores ``clip(X) @ coef_.T + intercept_``, each row mapped as in ``fit``
+        (clipped to ``row_norm_`` after ``feature_scales_``, then standardised and clipped with
+        ``standardisation_``; see ``_clipped``).
 
         Parameters
         ----------

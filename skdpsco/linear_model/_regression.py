@@ -166,8 +166,9 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling
         self.intercept_ = float(self.intercept_[0])
 
     def predict(self, X):
-        """Predicted targets ``clip(X) @ coef_ + intercept_``, each row clipped to ``data_norm`` as
-        in ``fit``.
+        """Predicted targets ``clip(X) @ coef_ + intercept_``, each row mapped as in ``fit``
+        (clipped to ``row_norm_`` after ``feature_scales_``, then standardised and clipped with
+        ``standardisation_``; see ``_clipped``).
 
         Parameters
         ----------
