@@ -74,6 +74,8 @@ from skdpsco import (
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier, zcdp_event
 from skdpsco.audit import AuditResult, audit_mechanism
 from skdpsco.linear_model._base import PrivacyWarning, _pure_epsilon
+from skdpsco.linear_model._bounds import plan_bound, release_bound
+from skdpsco.linear_model._scaling import MAGNITUDE_THRESHOLD
 from skdpsco.location import inverse_sensitivity_location
 from skdpsco.losses import HingeLoss, HuberLoss
 from skdpsco.model_selection import RandomTrials, calibrate_trial_rho, noisy_mean_score, select_best
@@ -464,6 +466,26 @@ def inverse_sensitivity(epsilon: float = 1.0) -> Setup:
     return Setup(run, np.array([0.0, 0.0, 0.8, 0.8]), np.array([1.0, 0.0, 0.8, 0.8]), epsilon, 0.0)
 
 
+def private_bound(epsilon: float = 1.0, n: int = 60) -> Setup:
+    """The private bound's histogram release (``data_norm='private'``, ``y_bound='private'``):
+    the released order is the top bin whose noisy count passes the threshold ``t``. One value moves
+    from order 10 to order 12, where the counts sit 1 and 2 standard deviations below ``t``
+    (rounded to integers): the release then depends on both counts the row moves (order 12 passes,
+    else order 10 passes, else the mode, order 0, holding the other values). The release is the
+    order itself."""
+    plan = plan_bound(gaussian_mu=1.0 / gaussian_noise_multiplier(epsilon, AUDIT_DELTA))
+    threshold = MAGNITUDE_THRESHOLD * plan.count_std
+    high, middle = (int(round(threshold - k * plan.count_std)) for k in (2.0, 1.0))
+    rest = [1.0] * (n - high - middle - 1)
+    D0 = np.array([2.0**12] * high + [2.0**10] * (middle + 1) + rest)
+    D1 = np.array([2.0**12] * (high + 1) + [2.0**10] * middle + rest)
+
+    def run(values, seed):
+        return math.log2(release_bound(values, plan, np.random.default_rng(seed)))
+
+    return Setup(run, D0, D1, _claim(plan.dp_event, AUDIT_DELTA), AUDIT_DELTA)
+
+
 # -- estimator-level audits: the public API, a fresh ledger and random_state per trial -------------
 
 
@@ -831,6 +853,10 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
     Audit("inverse_sensitivity", "inverse-sensitivity median (exponential mechanism), 5 values, epsilon = 1",
           "(0, 0, 0.8, 0.8) -> (1, 0, 0.8, 0.8), the largest privacy loss of an output (exhaustive search)",
           inverse_sensitivity, 10_000, knob="exponential"),
+    Audit("private_bound", "private bound (noisy histogram of binary orders of magnitude, top significant "
+          "order), n = 60, epsilon = 1", "one value from order 10 to order 12, the two counts 1 and 2 standard "
+          "deviations below the threshold; the release is the order", private_bound, 10_000,
+          note="the release shows whether two counts pass a threshold, not the counts"),
     # -- estimators, public API, random_state and a fresh PrivacyAccountant per fit -------------------
     Audit("svm_auto_intercept", "DPHingeSVM(algorithm='auto') -> noisy GD on the smoothed hinge, intercept, "
           "n = 21, epsilon = 2", "x = 1 (augmented (1, 1)) label flip; 20 rows x = 0, labels alternating",

@@ -106,8 +106,9 @@ def emitted_events() -> list[EmittedEvent]:
     for label, estimator, n_classes in estimators:
         X, y = _data(n_classes)
         for algorithm, solver in [("auto", None), *ALGORITHMS.items()]:
-            # the default (features scaled inside fit), then the solver's own event alone
-            unscaled = {"feature_scaling": None}
+            # the default (features scaled, and for regression the target bound released, inside
+            # fit), then the solver's own event alone (a public target bound)
+            unscaled = {"feature_scaling": None, **({"y_bound": 1.0} if n_classes is None else {})}
             variants = [({}, DELTA), (unscaled, DELTA)]
             if getattr(solver, "supports_pure_dp", False):
                 variants += [({}, 0.0), (unscaled, 0.0), ({**unscaled, "solver_options": {"noise": "laplace"}}, DELTA)]

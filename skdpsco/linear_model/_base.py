@@ -35,12 +35,25 @@ from ..accounting import (
 )
 from ..losses import PowerLoss
 from ..solvers import ALGORITHMS, Problem, select_algorithm
-from ..solvers._core import clip_rows, clipped_rows_in_order
-from . import _scaling
+from ..solvers._core import clip_rows, clipped_rows_in_order, row_norms
+from . import _bounds, _scaling
 
 
 class PrivacyWarning(UserWarning):
     """A public setting that weakens the meaning of the guarantee (e.g. ``delta >= 1/n``)."""
+
+
+def fixed_row_bound_warning() -> str:
+    """Text of the :class:`PrivacyWarning` of a fit that clips rows to the fixed default norm
+    (``data_norm=None``, ``feature_scaling=None``). It depends on the parameters only: how many
+    rows the clip changed is itself a release."""
+    return (
+        "data_norm=None with feature_scaling=None: every row is clipped to the fixed default norm 1, "
+        "whatever the scale of X. Rows of larger norm lose their length (a model near the trivial "
+        "one on unscaled features). Pass data_norm= a public bound on the row norms, "
+        "data_norm='private' to buy one from a small share of epsilon, or keep the default "
+        "feature_scaling='standard'."
+    )
 
 
 def labels_from_data_warning(parameter: str = "classes") -> str:
@@ -104,7 +117,7 @@ class BaseDPLinearModel(BaseEstimator):
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
         # delta = 0 (pure DP) only for the solvers that support it (``supports_pure_dp``).
         "delta": [Interval(numbers.Real, 0, 1, closed="left")],
-        "data_norm": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "data_norm": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"private"}), None],
         "radius": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
@@ -199,15 +212,30 @@ class BaseDPLinearModel(BaseEstimator):
 
     @property
     def _data_norm(self) -> float | None:
-        """The public row bound: ``data_norm``; when it is ``None``, none without feature scaling's
-        orders of magnitude (:mod:`._scaling`, step 0), 1 (the historical default) otherwise."""
+        """The public bound of the rows the feature scaling or the solver reads: a numeric
+        ``data_norm``; with ``'private'``, :data:`~._bounds.SCALED_BOUND` (the rows divided by the
+        released power of two); ``None`` when the feature scaling's orders of magnitude bound
+        them (:mod:`._scaling` step 0); 1, the fixed default, for ``None`` without feature
+        scaling."""
+        if self._private_row_bound:
+            return _bounds.SCALED_BOUND
         if self.data_norm is not None:
             return float(self.data_norm)
         return None if self.feature_scaling is not None else 1.0
 
     @property
+    def _private_row_bound(self) -> bool:
+        """Whether ``fit`` releases one bound on the row norms (:mod:`._bounds`)."""
+        return self.data_norm == "private"
+
+    @property
+    def _private_target_bound(self) -> bool:
+        """Whether ``fit`` releases a bound on ``|y|`` (:mod:`._bounds`); regression only."""
+        return False
+
+    @property
     def _solver_data_norm(self) -> float:
-        """Norm bound of the rows the solver reads: ``data_norm``, or 1 when the rows are
+        """Norm bound of the rows the solver reads: :attr:`_data_norm`, or 1 when the rows are
         standardised first (:mod:`._scaling` bounds them by 1)."""
         return 1.0 if self.feature_scaling is not None else self._data_norm
 
@@ -271,11 +299,14 @@ class BaseDPLinearModel(BaseEstimator):
         # and stream the copy in sequence.
         order_rng, task_rng = _generator(self.random_state).spawn(2)
         order = order_rng.permutation(n_samples)
-        data_norm = self._data_norm  # None: clipped once the orders of magnitude are released
+        # None: clipped once the orders of magnitude or the private row bound are released
+        data_norm = None if self._private_row_bound else self._data_norm
         fill = self._solver_data_norm if self.fit_intercept else None
         rows = clipped_rows_in_order(X, order, np.inf if data_norm is None else data_norm, fill=fill)
         del X
         tasks = self._tasks(targets[order])
+        if self.data_norm is None and self.feature_scaling is None:
+            warnings.warn(fixed_row_bound_warning(), PrivacyWarning, stacklevel=4)
         if self.delta >= 1.0 / n_samples:
             warnings.warn(
                 f"delta={self.delta:g} is not smaller than 1/n_samples={1.0 / n_samples:.3g}: "
@@ -308,16 +339,18 @@ class BaseDPLinearModel(BaseEstimator):
         # Public quantities only, before the rows are read. The scaling release and several
         # tasks on the same rows compose: the per-task target is the largest whose composition
         # meets (epsilon, delta).
+        bounds = self._plan_bounds()
         scaling = self._plan_scaling(n_samples, n_features)
+        releases = [plan.dp_event for plan in bounds.values()] + ([] if scaling is None else [scaling.dp_event])
 
         def fit_event(task_epsilon: float):
             event = _composed(plan_for(task_epsilon)[1].dp_event, len(tasks))
-            return event if scaling is None else dp_accounting.ComposedDpEvent([scaling.dp_event, event])
+            return dp_accounting.ComposedDpEvent([*releases, event]) if releases else event
 
         if pure:  # basic composition is exact for pure DP (:func:`_pure_epsilon`)
-            scaling_epsilon = 0.0 if scaling is None else _pure_epsilon(scaling.dp_event)
-            task_epsilon = (float(self.epsilon) - scaling_epsilon) / len(tasks)
-        elif len(tasks) == 1 and scaling is None:
+            releases_epsilon = sum(_pure_epsilon(release) for release in releases)
+            task_epsilon = (float(self.epsilon) - releases_epsilon) / len(tasks)
+        elif len(tasks) == 1 and not releases:
             task_epsilon = float(self.epsilon)
         else:
             task_epsilon = self._task_epsilon_guess(len(tasks))
@@ -339,10 +372,17 @@ class BaseDPLinearModel(BaseEstimator):
             epsilon=spent_epsilon,
             delta=float(self.delta),
         )
-        feature_scales, row_norm, standardisation = np.ones(n_features), data_norm, None
+        feature_scales, row_norm, standardisation, target_scale = np.ones(n_features), data_norm, None, 1.0
+        if bounds:
+            target_rng, row_rng = order_rng.spawn(1)[0].spawn(2)
+        if "target" in bounds:
+            target_scale = _bounds.release_bound(np.abs(tasks[0]), bounds["target"], target_rng)
+            tasks = [_bounds.scale_targets(task, target_scale) for task in tasks]
+        if "rows" in bounds:
+            feature_scales, row_norm = self._divide_by_row_bound(rows, bounds["rows"], row_rng)
         if scaling is not None:
-            feature_scales, *standardisation = self._standardise(rows, scaling, order_rng.spawn(1)[0])
-            row_norm = scaling.data_norm
+            magnitudes, *standardisation = self._standardise(rows, scaling, order_rng.spawn(1)[0])
+            feature_scales, row_norm = feature_scales * magnitudes, scaling.data_norm
         task_rngs = task_rng.spawn(len(tasks))
         in_sequence = {"order": np.arange(n_samples)} if getattr(solver, "shuffles_rows", False) else {}
         results = [solver.run(plan, rows, t, task_problem, r, **in_sequence) for t, r in zip(tasks, task_rngs)]
@@ -350,12 +390,12 @@ class BaseDPLinearModel(BaseEstimator):
             print(f"[{type(self).__name__}] algorithm={algorithm} tasks={len(tasks)} "
                   + " ".join(f"{k}={v}" for k, v in results[0].info.items()))
         self._store_coef(np.vstack([np.atleast_2d(r.coef) for r in results]))
-        if scaling is not None:
-            self._fold_scaling(feature_scales, *standardisation)
+        self._fold_scaling(feature_scales, standardisation, target_scale)
         self.feature_scales_ = feature_scales
         self.row_norm_ = float(row_norm)
         self.standardisation_ = None if standardisation is None else tuple(standardisation)
         self.radius_ = float(task_problem.radius)
+        self._store_released_bounds(bounds, feature_scales, target_scale)
         self.algorithm_ = algorithm
         self.loss_ = task_problem.loss
         self.dp_event_ = event
@@ -363,6 +403,42 @@ class BaseDPLinearModel(BaseEstimator):
         self.delta_ = float(self.delta)
         self.n_gradients_ = sum(r.n_gradients for r in results)
         self.solver_info_ = dict(results[0].info)
+
+    def _plan_bounds(self) -> dict:
+        """The plans of the private bounds (:mod:`._bounds`), by name (``'target'``, ``'rows'``),
+        in the order they are drawn; each gets :data:`~._bounds.BOUND_SHARE` of the fit's
+        ``mu**2`` (``delta > 0``) or ``epsilon`` (``delta = 0``)."""
+        names = [name for name, wanted in (("target", self._private_target_bound), ("rows", self._private_row_bound)) if wanted]
+        if float(self.delta) == 0.0:
+            return {name: _bounds.plan_bound(pure_epsilon=_bounds.BOUND_SHARE * float(self.epsilon)) for name in names}
+        mu = 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
+        return {name: _bounds.plan_bound(gaussian_mu=math.sqrt(_bounds.BOUND_SHARE) * mu) for name in names}
+
+    def _releases_share(self) -> float:
+        """Share of the fit's budget spent before the solver: the private bounds and the feature
+        scaling (:meth:`_plan_bounds`, :meth:`_plan_scaling`)."""
+        share = _bounds.BOUND_SHARE * (self._private_target_bound + self._private_row_bound)
+        if self.feature_scaling is not None:
+            share += _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if self._data_norm is None else 0.0)
+        return share
+
+    def _divide_by_row_bound(self, rows: np.ndarray, plan, rng: np.random.Generator) -> tuple:
+        """Release a power of two ``s`` above most row norms (:func:`~._bounds.release_bound`),
+        divide the rows' features by it and clip them to :data:`~._bounds.SCALED_BOUND`, in place.
+        Returns ``(feature_scales, row_norm)`` in the form prediction reads them."""
+        features = rows[:, :-1] if self.fit_intercept else rows
+        scales = np.full(features.shape[1], _bounds.release_bound(row_norms(features), plan, rng))
+        _scaling.divide_by_powers_of_two(features, scales, out=features)
+        clip_rows(features, _bounds.SCALED_BOUND, out=features)
+        return scales, _bounds.SCALED_BOUND
+
+    def _store_released_bounds(self, bounds: dict, feature_scales: np.ndarray, target_scale: float) -> None:
+        """``data_norm_`` (with ``data_norm='private'`` and no feature scaling) and ``y_bound_``
+        (with ``y_bound='private'``): the released bounds, in the units of the data."""
+        if "rows" in bounds:
+            self.data_norm_ = float(_bounds.SCALED_BOUND * feature_scales[0])
+        if "target" in bounds:
+            self.y_bound_ = float(_bounds.SCALED_BOUND * target_scale)
 
     def _plan_scaling(self, n_samples: int, n_features: int):
         """The plan of the scaling release (:mod:`._scaling`), or ``None`` without scaling: a
@@ -386,9 +462,7 @@ class BaseDPLinearModel(BaseEstimator):
         """The per-task epsilon if every release is Gaussian: the epsilon of one task's share of
         ``mu**2`` (exact then, and used as it is; where the calibration starts otherwise)."""
         mu = 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
-        scaling = self.feature_scaling is not None
-        share = 1.0 - (_scaling.SCALING_SHARE if scaling else 0.0)
-        share -= _scaling.MAGNITUDE_SHARE if scaling and self._data_norm is None else 0.0
+        share = 1.0 - self._releases_share()
         return exact_gaussian_epsilon(mu * math.sqrt(share / n_tasks), float(self.delta))
 
     def _standardise(self, rows: np.ndarray, scaling, rng: np.random.Generator) -> tuple:
@@ -410,15 +484,19 @@ class BaseDPLinearModel(BaseEstimator):
         _scaling.standardise_rows(features, mean, scale, scaling.clip_norm)
         return feature_scales, mean, scale, scaling.clip_norm
 
-    def _fold_scaling(self, feature_scales: np.ndarray, mean: np.ndarray, scale: np.ndarray, clip_norm: float) -> None:
-        """``coef_`` / ``intercept_`` on the clipped rows in the units of ``X``
-        (:func:`~._scaling.fold_scaling`, then the orders of magnitude)."""
+    def _fold_scaling(self, feature_scales: np.ndarray, standardisation, target_scale: float) -> None:
+        """``coef_`` / ``intercept_`` on the clipped rows in the units of ``X`` and ``y``: the
+        standardisation (:func:`~._scaling.fold_scaling`, when ``standardisation`` is ``(mean,
+        scale, C)``), then the per-feature divisors ``feature_scales`` (orders of magnitude, or
+        the private row bound), then the private target bound's ``target_scale``."""
         coef = np.atleast_2d(self.coef_)
         intercept = np.atleast_1d(self.intercept_)
-        folded, shifted = _scaling.fold_scaling(coef, intercept, mean, scale, clip_norm)
-        folded = folded / feature_scales
-        self.coef_ = folded.reshape(np.shape(self.coef_))
-        self.intercept_ = shifted if np.ndim(self.intercept_) else float(shifted[0])
+        if standardisation is not None:
+            coef, intercept = _scaling.fold_scaling(coef, intercept, *standardisation)
+        coef = coef / feature_scales * target_scale
+        intercept = intercept * target_scale
+        self.coef_ = coef.reshape(np.shape(self.coef_))
+        self.intercept_ = intercept if np.ndim(self.intercept_) else float(intercept[0])
 
     def _configured_solver(self, algorithm: str):
         """The registered solver of ``algorithm`` with this estimator's solver options.

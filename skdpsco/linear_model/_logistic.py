@@ -27,13 +27,21 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         (a :class:`PrivacyWarning` is issued otherwise). ``delta=0`` asks for pure epsilon-DP,
         which only ``algorithm='localization'`` and ``'epoch_growth'`` provide (Laplace noise);
         every other algorithm, ``'auto'`` included, refuses it.
-    data_norm : float or None, default=None
+    data_norm : float, 'private' or None, default=None
         Public bound on the Euclidean norm of a feature row. Rows with a larger norm are scaled
         down to it inside ``fit`` (a per-row map: no privacy cost), and ``predict`` and
         ``decision_function`` scale their rows the same way. It must not be computed from the
-        training data. With ``Normalizer()`` in front, ``data_norm=1`` clips nothing. ``None``:
-        with ``feature_scaling`` the rows are clipped after a private per-feature order of
-        magnitude (no public bound needed, ``row_norm_`` holds the bound used); without it, 1.
+        training data. With ``Normalizer()`` in front, ``data_norm=1`` clips nothing.
+        ``'private'``: bought inside ``fit`` with a public share of the budget
+        (``skdpsco.linear_model._bounds``): one noisy histogram of the rows' binary orders of
+        magnitude gives a power of two ``s`` above most row norms, and the rows are divided by
+        ``s`` and clipped to ``sqrt(2)`` (``data_norm_`` holds ``sqrt(2) s``), then standardised
+        when ``feature_scaling`` is on. One histogram in place of the ``d`` of the per-feature
+        orders of magnitude: cheaper, but one feature much larger than the others then
+        dominates the bound (``benchmarks/results/private_bounds.md``). ``None``: with
+        ``feature_scaling`` the private per-feature orders of magnitude (``row_norm_`` holds the
+        bound used); without it, the fixed norm 1, with a :class:`~skdpsco.PrivacyWarning`
+        saying so (its text depends on the parameters only).
     radius : float or None, default=None
         Public radius of the parameter domain of the rows the solver reads (norm at most 1 with
         ``feature_scaling``, ``data_norm`` without): their ``(coef, intercept / c)``, ``c`` that
@@ -133,6 +141,8 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         exact on the rows the second clip leaves alone.
     radius_ : float
         The radius of the domain actually used (``radius``, or the default rule's).
+    data_norm_ : float
+        The released row bound, in the units of ``X`` (``data_norm='private'`` only).
 
     Notes
     -----

@@ -6,11 +6,12 @@ import numbers
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..defaults import regression_radius
 from ..losses import PowerLoss
+from . import _bounds
 from ._base import BaseDPLinearModel, SmoothingMixin
 
 
@@ -19,7 +20,8 @@ class DPLpRegression(SmoothingMixin, RegressorMixin, BaseDPLinearModel):
 
     ``p=2`` is least squares, ``p=1`` least absolute deviations (a private median regression,
     the conditional-median counterpart of ``QuantileRegressor(quantile=0.5)``). Targets are
-    clipped to ``[-y_bound, y_bound]`` inside ``fit`` (a per-row map: no privacy cost).
+    clipped to ``[-y_bound, y_bound]`` inside ``fit`` (a per-row map: no privacy cost), with a
+    bound released privately by default (``y_bound='private'``).
 
     For ``p=1`` the algorithms that need a Lipschitz gradient optimise the Gaussian smoothing of
     the absolute loss in closed form (:mod:`skdpsco.smoothing`), within
@@ -45,10 +47,17 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling
         least squares at ``n = 1000``).
     p : float, default=2.0
         Exponent of the loss, in [1, 2].
-    y_bound : float, default=1.0
-        Public bound on ``|y|``; targets beyond it are clipped. It must not be computed from the
-        training data. It sets the Lipschitz constant ``p B (y_bound + B R)^(p - 1)`` for
-        ``p > 1``.
+    y_bound : float or 'private', default='private'
+        Bound on ``|y|``; targets beyond it are clipped. A number is a public bound: it must not
+        be computed from the training data. It sets the Lipschitz constant ``p B (y_bound + B
+        R)^(p - 1)`` for ``p > 1``. ``'private'``: bought inside ``fit`` with a public share of
+        the budget (``skdpsco.linear_model._bounds``): one noisy histogram of the binary orders
+        of magnitude of ``|y|`` gives a power of two ``s`` above most targets (the top order
+        holding significantly many), the targets are clipped to ``sqrt(2) s`` and divided by
+        ``s``, and the model is folded back to the units of ``y`` (``y_bound_`` holds ``sqrt(2)
+        s``). The default: on the validation sets it was as accurate as the true largest
+        ``|y|`` and far better than a loose public bound
+        (``benchmarks/results/private_bounds_validation.md``).
     smoothing_width : float or None, default=None
         Standard deviation of the Gaussian smoothing of the absolute loss (``p=1``), in units of
         the target. ``None``: the rate-balancing default of
@@ -71,6 +80,10 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling
     solver_info_ : dict
     radius_ : float
         The radius of the domain actually used (``radius``, or the default rule's).
+    y_bound_ : float
+        The released target bound, in the units of ``y`` (``y_bound='private'`` only).
+    data_norm_ : float
+        As in :class:`~skdpsco.DPLogisticRegression`.
     feature_scales_, row_norm_, standardisation_
         As in :class:`~skdpsco.DPLogisticRegression`.
 
@@ -91,7 +104,7 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling
         **BaseDPLinearModel._parameter_constraints,
         "radius": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "p": [Interval(numbers.Real, 1, 2, closed="both")],
-        "y_bound": [Interval(numbers.Real, 0, None, closed="neither")],
+        "y_bound": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"private"})],
         "smoothing_width": [Interval(numbers.Real, 0, None, closed="neither"), None],
     }
 
@@ -113,7 +126,7 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling
         accountant=None,
         verbose=0,
         p=2.0,
-        y_bound=1.0,
+        y_bound="private",
         smoothing_width=None,
         feature_scaling="standard",
     ):
@@ -148,17 +161,30 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling
     @property
     def _domain_radius(self) -> float:
         if self.radius is None:
-            return regression_radius(self._row_norm_bound, float(self.y_bound))
+            return regression_radius(self._row_norm_bound, self._target_bound)
         return float(self.radius)
 
+    @property
+    def _private_target_bound(self) -> bool:
+        return self.y_bound == "private"
+
+    @property
+    def _target_bound(self) -> float:
+        """Bound on the targets the solver reads: ``y_bound``, or with ``'private'``
+        :data:`~._bounds.SCALED_BOUND` (the targets are divided by a released power of two)."""
+        return _bounds.SCALED_BOUND if self._private_target_bound else float(self.y_bound)
+
     def _encode_targets(self, y):
-        return np.clip(np.asarray(y, dtype=float), -float(self.y_bound), float(self.y_bound))
+        y = np.asarray(y, dtype=float)
+        if self._private_target_bound:  # clipped to the released bound inside fit
+            return y
+        return np.clip(y, -float(self.y_bound), float(self.y_bound))
 
     def _make_loss(self):
         return PowerLoss(p=float(self.p))
 
     def _loss_bounds(self):
-        return {"y_bound": float(self.y_bound)}
+        return {"y_bound": self._target_bound}
 
     def _store_coef(self, coef):
         super()._store_coef(coef)

@@ -38,6 +38,7 @@ import dp_accounting
 import numpy as np
 
 from ..accounting import gaussian_event, pure_dp_event
+from ..solvers import growth
 from ..solvers._core import ROW_BLOCK, clip_rows, release_noise
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "STANDARDISED_NORM_FACTOR",
     "ScalingPlan",
     "divide_by_powers_of_two",
+    "laplace_draw",
     "fold_scaling",
     "laplace_moments_sensitivity",
     "moment_sensitivities",
@@ -311,7 +313,7 @@ def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     shrinking too. Measured in ``benchmarks/results/real_full.md``."""
     counts = magnitude_counts(X)
     width = counts.shape[1]
-    draw = _laplace_noise if plan.laplace else None
+    draw = laplace_draw(plan.laplace)
     noisy = counts + release_noise(counts, plan.magnitude_noise, rng, draw)
     windows = sum(noisy[:, k: width - MAGNITUDE_WINDOW + 1 + k] for k in range(MAGNITUDE_WINDOW))
     top = np.argmax(windows, axis=1)
@@ -322,8 +324,12 @@ def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     return 2.0 ** np.where(significant, exponents, np.maximum(exponents, fallback))
 
 
-def _laplace_noise(rng: np.random.Generator, scale: float, shape) -> np.ndarray:
-    return rng.laplace(0.0, scale, size=shape)
+def laplace_draw(laplace: bool):
+    """The draw point of a release's noise: :func:`skdpsco.solvers.growth.laplace_noise` (the one
+    Laplace draw, looked up at call time so that the audits' weakened draws reach these releases
+    too) for the pure-DP releases, ``None`` (the Gaussian draw of
+    :func:`~skdpsco.solvers._core.release_noise`) otherwise."""
+    return growth.laplace_noise if laplace else None
 
 
 def release_moments(rows: np.ndarray, plan: ScalingPlan, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -345,7 +351,7 @@ def release_moments(rows: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     -------
     mean, scale : ndarray of shape (n_features,)
     """
-    draw = _laplace_noise if plan.laplace else None
+    draw = laplace_draw(plan.laplace)
     d, n = plan.n_features, plan.n_samples
     mean = np.zeros(d)
     if plan.centred:

@@ -72,6 +72,16 @@ def clip_rows(X: np.ndarray, max_norm: float, out: np.ndarray | None = None) -> 
     whose squared norm overflows gets its norm from the row divided by its largest entry; a row
     with a NaN or an infinite entry is an error (:func:`_refuse_non_finite`).
     """
+    norms = row_norms(X)
+    scale = np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
+    return np.multiply(X, scale[:, None], out=out)
+
+
+def row_norms(X: np.ndarray) -> np.ndarray:
+    """The ``l2`` norm of every row, without a temporary of the size of ``X``. A row whose squared
+    norm overflows gets its norm from the row divided by its largest entry (``inf`` only when the
+    norm itself exceeds the float range); a row with a NaN or an infinite entry is an error
+    (:func:`_refuse_non_finite`)."""
     norms = np.sqrt(np.einsum("ij,ij->i", X, X))
     overflow = ~np.isfinite(norms)
     if overflow.any():
@@ -79,9 +89,9 @@ def clip_rows(X: np.ndarray, max_norm: float, out: np.ndarray | None = None) -> 
         if not np.isfinite(rows).all():
             _refuse_non_finite()
         largest = np.abs(rows).max(axis=1)
-        norms[overflow] = largest * np.linalg.norm(rows / largest[:, None], axis=1)
-    scale = np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
-    return np.multiply(X, scale[:, None], out=out)
+        with np.errstate(over="ignore"):  # no warning: it would tell that some row is that long
+            norms[overflow] = largest * np.linalg.norm(rows / largest[:, None], axis=1)
+    return norms
 
 
 def _refuse_non_finite():

@@ -1,0 +1,108 @@
+"""Private bounds inside ``fit``: ``data_norm='private'`` and ``y_bound='private'`` (issue 19).
+
+A clip bound that the user cannot state is bought with a small public share of the budget: one
+noisy histogram of the binary orders of magnitude of the values to bound (the rows' norms, or
+``|y|``), from which the top order that holds significantly many values gives a power of two
+``s`` (:func:`release_bound`). The values are then divided by ``s`` and clipped to
+:data:`SCALED_BOUND`, a public constant: the solver's problem, its plan and its event are public
+before the rows are read (the release only sets a per-row map, and every guarantee of the solver
+holds for any fixed map), and the model is folded back to the units of the data.
+
+The release is the Gaussian mechanism on a histogram (``l2``-sensitivity ``sqrt(2)``: replacing
+one row moves one count from one bin to another), or the Laplace mechanism at ``delta = 0``
+(``l1``-sensitivity 2; Dwork, McSherry, Nissim & Smith 2006). It composes with the fit's other
+releases into the fit's one event.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import dp_accounting
+import numpy as np
+
+from ..accounting import gaussian_event, pure_dp_event
+from ..solvers._core import release_noise
+from ._scaling import MAGNITUDE_RANGE, MAGNITUDE_THRESHOLD, laplace_draw, magnitude_counts
+
+__all__ = ["BOUND_SHARE", "SCALED_BOUND", "BoundPlan", "plan_bound", "release_bound", "scale_targets"]
+
+BOUND_SHARE = 0.05
+"""Share of the fit's budget (of ``mu**2`` at ``delta > 0``, of ``epsilon`` at ``delta = 0``)
+spent on each private bound. Public; chosen on data that is not the benchmark's
+(``benchmarks/real.py --validation``; ``benchmarks/results/private_bounds.md``)."""
+
+SCALED_BOUND = math.sqrt(2.0)
+"""The bound of the values divided by the released power of two ``s = 2**k``: a value whose
+binary order of magnitude rounds to ``k`` is below ``2**(k + 1/2) = sqrt(2) s``, so the values of
+the top significant order are kept whole."""
+
+HISTOGRAM_SENSITIVITY = {"l2": math.sqrt(2.0), "l1": 2.0}
+"""Replace-one sensitivity of one histogram: one count moves from one bin to another (a value of
+zero lies in no bin, and then only one count changes)."""
+
+
+@dataclass(frozen=True)
+class BoundPlan:
+    """The public plan of one private bound.
+
+    Attributes
+    ----------
+    noise : float
+        Standard deviation (Gaussian) or scale (Laplace) of the noise on each count.
+    laplace : bool
+        ``True`` for the pure-DP release.
+    dp_event : dp_accounting.DpEvent
+    """
+
+    noise: float
+    laplace: bool
+    dp_event: dp_accounting.DpEvent
+
+    @property
+    def count_std(self) -> float:
+        """Standard deviation of the noise on one count."""
+        return self.noise * (math.sqrt(2.0) if self.laplace else 1.0)
+
+
+def plan_bound(*, gaussian_mu: float | None = None, pure_epsilon: float | None = None) -> BoundPlan:
+    """Plan one histogram release meeting ``mu``-GDP (``gaussian_mu``, ``delta > 0``) or pure
+    ``epsilon``-DP (``pure_epsilon``, ``delta = 0``); exactly one of them."""
+    if (gaussian_mu is None) == (pure_epsilon is None):
+        raise ValueError("plan_bound needs exactly one of gaussian_mu and pure_epsilon.")
+    if pure_epsilon is not None:
+        noise = HISTOGRAM_SENSITIVITY["l1"] / float(pure_epsilon)
+        return BoundPlan(noise, True, pure_dp_event(float(pure_epsilon)))
+    noise = HISTOGRAM_SENSITIVITY["l2"] / float(gaussian_mu)
+    return BoundPlan(noise, False, gaussian_event(noise, HISTOGRAM_SENSITIVITY["l2"]))
+
+
+def release_bound(values: np.ndarray, plan: BoundPlan, rng: np.random.Generator) -> float:
+    """A power of two ``s = 2**k`` such that most ``values`` are below ``SCALED_BOUND * s``.
+
+    ``k`` is the largest binary order of magnitude (``round(log2 |v|)``, clamped to
+    ``[-MAGNITUDE_RANGE, MAGNITUDE_RANGE]``; zeros in no bin) whose noisy count exceeds
+    :data:`~._scaling.MAGNITUDE_THRESHOLD` standard deviations of its noise: the top order that
+    holds significantly many values, a high quantile whose rank adapts to the noise (a bin of
+    pure noise passes with probability about ``3e-5``). When no order is significant (few rows,
+    small budget) it is the order of the largest noisy count, the mode. The release is the one
+    histogram, through :func:`~skdpsco.solvers._core.release_noise`.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+        Finite values (row norms, or targets).
+    """
+    counts = magnitude_counts(np.asarray(values, dtype=float).reshape(-1, 1))[0]
+    noisy = counts + release_noise(counts, plan.noise, rng, laplace_draw(plan.laplace))
+    significant = np.flatnonzero(noisy > MAGNITUDE_THRESHOLD * plan.count_std)
+    top = significant[-1] if significant.size else int(np.argmax(noisy))
+    return float(2.0 ** (top - MAGNITUDE_RANGE))
+
+
+def scale_targets(y: np.ndarray, scale: float) -> np.ndarray:
+    """``clip(y, -SCALED_BOUND s, SCALED_BOUND s) / s``: targets within :data:`SCALED_BOUND`
+    (clipped first, so that no quotient overflows)."""
+    bound = SCALED_BOUND * scale
+    return np.clip(y, -bound, bound) / scale

@@ -1,0 +1,199 @@
+"""Private bounds inside ``fit``: ``data_norm='private'`` and ``y_bound='private'`` (issue 19)."""
+
+import math
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+
+from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant, PrivacyWarning
+from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
+from skdpsco.linear_model import _bounds
+from skdpsco.linear_model._base import fixed_row_bound_warning
+from skdpsco.linear_model._scaling import MAGNITUDE_RANGE, magnitude_counts
+
+from _audits import check_audit
+
+
+def _regression(n=2000, d=4, seed=0, target_scale=300.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = target_scale * (0.5 + 0.2 * (X @ np.linspace(1.0, -1.0, d)) + 0.05 * rng.normal(size=n))
+    return X, y
+
+
+def _fit(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        return model.fit(X, y)
+
+
+# -- the release -------------------------------------------------------------------------------------
+
+
+def test_histogram_of_neighbours_moves_by_at_most_the_claimed_sensitivity():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        values = np.exp(rng.normal(scale=8.0, size=30)) * rng.choice([0.0, 1.0], size=30, p=[0.1, 0.9])
+        neighbour = values.copy()
+        neighbour[rng.integers(30)] = rng.choice([0.0, math.exp(rng.normal(scale=30.0))])
+        difference = magnitude_counts(values[:, None]) - magnitude_counts(neighbour[:, None])
+        assert np.linalg.norm(difference) <= _bounds.HISTOGRAM_SENSITIVITY["l2"] + 1e-12
+        assert np.abs(difference).sum() <= _bounds.HISTOGRAM_SENSITIVITY["l1"] + 1e-12
+
+
+def test_release_is_the_top_significant_order_and_keeps_its_values_whole():
+    values = np.concatenate([np.full(500, 3.0), np.full(300, 200.0), [1e9]])  # one outlier
+    plan = _bounds.plan_bound(gaussian_mu=1.0)  # noise sd sqrt 2 per count, threshold about 5.7
+    scale = _bounds.release_bound(values, plan, np.random.default_rng(0))
+    assert scale == 2.0 ** round(math.log2(200.0))  # the outlier's order is not significant
+    assert 200.0 <= _bounds.SCALED_BOUND * scale
+
+
+def test_release_falls_back_to_the_mode_when_no_order_is_significant():
+    values = np.concatenate([np.full(3, 2.0**-5), np.full(2, 2.0**20)])
+    plan = _bounds.plan_bound(gaussian_mu=1e-6)  # noise sd about 1.4e6 counts: nothing passes
+    rng = np.random.default_rng(1)
+    scale = _bounds.release_bound(values, plan, rng)
+    assert -MAGNITUDE_RANGE <= math.log2(scale) <= MAGNITUDE_RANGE and math.log2(scale).is_integer()
+
+
+def test_plan_events_are_the_histogram_mechanisms():
+    gaussian = _bounds.plan_bound(gaussian_mu=0.5)
+    assert isinstance(gaussian.dp_event, dp_accounting.GaussianDpEvent)
+    assert gaussian.dp_event.noise_multiplier == pytest.approx(gaussian.noise / math.sqrt(2.0))
+    assert epsilon_of(gaussian.dp_event, 1e-5) == pytest.approx(
+        epsilon_of(dp_accounting.GaussianDpEvent(1.0 / 0.5), 1e-5))
+    pure = _bounds.plan_bound(pure_epsilon=0.2)
+    assert pure.laplace and pure.noise == pytest.approx(2.0 / 0.2)
+    with pytest.raises(ValueError, match="exactly one"):
+        _bounds.plan_bound()
+
+
+def test_scaled_targets_never_overflow_and_stay_within_the_scaled_bound():
+    y = np.array([-1e308, -3.0, 0.0, 5.0, 1e308])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaled = _bounds.scale_targets(y, 2.0**-40)
+    assert np.all(np.abs(scaled) <= _bounds.SCALED_BOUND)
+
+
+# -- the estimators ----------------------------------------------------------------------------------
+
+
+def test_private_target_bound_composes_into_the_fits_one_event():
+    X, y = _regression()
+    model = DPLpRegression(epsilon=1.0, y_bound="private", random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+    assert model.epsilon_ <= 1.0 and model.epsilon_ == pytest.approx(1.0, rel=2e-3)
+    histogram = model.dp_event_.events[0]
+    mu = 1.0 / gaussian_noise_multiplier(1.0, 1e-5)
+    assert histogram.noise_multiplier == pytest.approx(1.0 / (math.sqrt(_bounds.BOUND_SHARE) * mu))
+    assert math.log2(model.y_bound_ / _bounds.SCALED_BOUND).is_integer()
+    assert np.mean(np.abs(y) <= model.y_bound_) >= 0.99  # the top significant order: a high quantile
+
+
+@pytest.mark.parametrize("power", [-7, 0, 9])
+def test_private_target_bound_is_equivariant_to_powers_of_two(power):
+    # the same fit on y * 2**k is the fit on y times 2**k, bit for bit: the bound, and with it the
+    # whole model, follows the targets' scale (the noise draws are the same)
+    X, y = _regression()
+    fits = [DPLpRegression(y_bound="private", random_state=3, accountant=PrivacyAccountant()).fit(X, y * 2.0**k)
+            for k in (0, power)]
+    np.testing.assert_array_equal(fits[1].coef_, fits[0].coef_ * 2.0**power)
+    assert fits[1].intercept_ == fits[0].intercept_ * 2.0**power
+    assert fits[1].y_bound_ == fits[0].y_bound_ * 2.0**power
+
+
+def test_private_target_bound_fits_raw_targets_that_the_fixed_bound_cannot():
+    X, y = _regression(n=5000, seed=1)
+    X_test, y_test = _regression(n=2000, seed=2)
+    private = DPLpRegression(epsilon=3.0, y_bound="private", random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+    fixed = DPLpRegression(epsilon=3.0, y_bound=1.0, random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+
+    def rmse(m):
+        return float(np.sqrt(np.mean((m.predict(X_test) - y_test) ** 2)))
+
+    assert rmse(private) < 0.5 * np.std(y_test) < rmse(fixed)
+
+
+@pytest.mark.parametrize("power", [-5, 12])
+def test_private_row_bound_is_equivariant_to_powers_of_two(power):
+    X, y = _regression()
+    labels = (y > np.median(y)).astype(int)
+    kwargs = dict(data_norm="private", feature_scaling=None, classes=[0, 1], random_state=2)
+    fits = [DPLogisticRegression(accountant=PrivacyAccountant(), **kwargs).fit(X * 2.0**k, labels) for k in (0, power)]
+    np.testing.assert_array_equal(fits[1].coef_, fits[0].coef_ / 2.0**power)
+    np.testing.assert_array_equal(fits[1].intercept_, fits[0].intercept_)
+    assert fits[1].data_norm_ == fits[0].data_norm_ * 2.0**power
+    np.testing.assert_array_equal(fits[1].decision_function(X * 2.0**power), fits[0].decision_function(X))
+
+
+def test_private_row_bound_predicts_on_the_rows_as_fit_mapped_them():
+    X, y = _regression()
+    labels = (y > np.median(y)).astype(int)
+    model = DPLogisticRegression(data_norm="private", feature_scaling=None, classes=[0, 1], random_state=0,
+                                 accountant=PrivacyAccountant()).fit(X * 1000.0, labels)
+    rows = X[:5] * 1000.0
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    clipped = rows * np.minimum(1.0, model.data_norm_ / norms)
+    np.testing.assert_allclose(model.decision_function(rows), clipped @ model.coef_[0] + model.intercept_[0])
+    assert model.row_norm_ == _bounds.SCALED_BOUND and np.all(model.feature_scales_ == model.data_norm_ / model.row_norm_)
+
+
+def test_with_feature_scaling_private_data_norm_replaces_the_orders_of_magnitude():
+    # one histogram of the row norms instead of d histograms of the features' magnitudes, then the
+    # moments of the divided rows (bound sqrt 2), then the solver; equivariant like the rest
+    X, y = _regression()
+    labels = (y > np.median(y)).astype(int)
+    fits = [DPLogisticRegression(data_norm="private", classes=[0, 1], random_state=4, accountant=PrivacyAccountant())
+            .fit(X * 2.0**k, labels) for k in (0, 7)]
+    histogram, moments, solver = fits[0].dp_event_.events
+    assert isinstance(histogram, dp_accounting.GaussianDpEvent) and len(moments.events) == 2
+    assert fits[0].epsilon_ <= 1.0 and fits[0].epsilon_ == pytest.approx(1.0, rel=2e-3)
+    assert fits[0].row_norm_ == _bounds.SCALED_BOUND
+    np.testing.assert_array_equal(fits[1].coef_, fits[0].coef_ / 2.0**7)
+    np.testing.assert_array_equal(fits[1].decision_function(X * 2.0**7), fits[0].decision_function(X))
+    default = DPLogisticRegression(classes=[0, 1], random_state=4, accountant=PrivacyAccountant()).fit(X, labels)
+    assert len(default.dp_event_.events[0].events) == 3  # magnitudes, sums, squares
+
+
+def test_pure_dp_fit_with_private_bounds_spends_exactly_epsilon():
+    X, y = _regression(n=500)
+    model = _fit(DPLpRegression(epsilon=2.0, delta=0.0, y_bound="private", algorithm="localization", random_state=0,
+                                accountant=PrivacyAccountant()), X, y)
+    assert model.epsilon_ == pytest.approx(2.0) and model.epsilon_ <= 2.0 + 1e-12
+    assert isinstance(model.dp_event_.events[0], dp_accounting.RandomizedResponseDpEvent)
+
+
+def test_fixed_default_row_bound_warns_with_parameters_only():
+    X, y = _regression()
+    labels = (y > np.median(y)).astype(int)
+    messages = []
+    for scale in (1.0, 1e6):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            DPHingeSVM(feature_scaling=None, classes=[0, 1], random_state=0,
+                       accountant=PrivacyAccountant()).fit(X * scale, labels)
+        messages.append([str(w.message) for w in caught if issubclass(w.category, PrivacyWarning)])
+    assert messages[0] == messages[1] == [fixed_row_bound_warning()]
+    assert "data_norm='private'" in messages[0][0]
+    for data_norm in (1.0, "private"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            DPHingeSVM(feature_scaling=None, data_norm=data_norm, classes=[0, 1], random_state=0,
+                       accountant=PrivacyAccountant()).fit(X, labels)
+        assert not [w for w in caught if issubclass(w.category, PrivacyWarning)]
+
+
+@pytest.mark.parametrize("bad", ["privat", -1.0, 0.0])
+def test_bad_bound_values_are_refused_naming_the_parameter(bad):
+    X, y = _regression(n=50)
+    with pytest.raises(ValueError, match="y_bound"):
+        DPLpRegression(y_bound=bad, accountant=PrivacyAccountant()).fit(X, y)
+    with pytest.raises(ValueError, match="data_norm"):
+        DPLogisticRegression(data_norm=bad, classes=[0, 1], accountant=PrivacyAccountant()).fit(X, y > 0)
+
+
+def test_private_bound_release_passes_its_audit():
+    check_audit("private_bound")
