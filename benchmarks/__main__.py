@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from . import rates, sparse, speed, utility
+from . import ledger, rates, sparse, speed, utility
 from .machine import machine_info
 
 MODES = {
@@ -24,12 +24,14 @@ MODES = {
         utility_datasets=("breast_cancer", "digits_binary", "diabetes", "synthetic_logistic_1e4"),
         algorithms=("auto",), seeds=10, rate_sizes=(10**3, 10**4, 10**5), rate_seeds=5,
         growth_sizes=(8000, 32000, 128000, 512000), growth_seeds=10,
+        ledger_histories=("default DPLogisticRegression()", "Gaussian + randomized response"),
     ),
     "full": dict(
         speed_sizes=(10**4, 10**5, 10**6), speed_entries=tuple(speed.SPEED_ENTRIES), repeats=3,
         utility_datasets=tuple(utility.DATASETS), algorithms=("auto", "snowball", "phased_sgd"), seeds=10,
         rate_sizes=(10**3, 10**4, 10**5, 10**6), rate_seeds=10,
         growth_sizes=(8000, 32000, 128000, 512000, 2048000), growth_seeds=30,
+        ledger_histories=tuple(ledger.HISTORIES),
     ),
 }
 
@@ -90,6 +92,11 @@ def main(argv=None) -> None:
     print(f"\n### sparse\n\n{sparse_table}", flush=True)
     summary += ["## Sparse high-dimensional logistic regression (l1 FTRL against the l2 solvers)", "",
                 sparse_table, ""]
+
+    ledger_page = ledger.run(config["ledger_histories"])  # the full run's is ledger.md
+    (results / ("ledger.md" if args.mode == "full" else f"ledger_{args.mode}.md")).write_text(ledger_page)
+    ledger_table = "\n".join(line for line in ledger_page.splitlines() if line.startswith("|"))
+    summary += ["## The ledger's cost per fit (charge after 10, 100, 1000 recorded fits)", "", ledger_table, ""]
 
     minutes = (time.perf_counter() - started) / 60
     summary += [f"Total run time: {minutes:.1f} min."]

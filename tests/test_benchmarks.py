@@ -1,5 +1,6 @@
-"""The benchmark harnesses: ``benchmarks/speed.py`` (registries, skip rule, slopes, table) and
-``benchmarks/real.py`` (goal verdicts, loaders, the written tables)."""
+"""The benchmark harnesses: ``benchmarks/speed.py`` (registries, skip rule, slopes, table),
+``benchmarks/real.py`` (goal verdicts, loaders, the written tables) and ``benchmarks/ledger.py``
+(the ledger's cost per fit)."""
 
 import json
 import math
@@ -112,3 +113,21 @@ def test_real_harness_writes_the_goal_table_and_one_table_per_dataset(tmp_path):
     entries_per_rows = {(r["dataset"], r["rows"], r["model"]) for r in saved["records"]}
     assert len(entries_per_rows) == len(names) * len(real.ROW_SETS) * len(real.ENTRIES)
     assert {r["seed"] for r in saved["records"]} == {0, 1}
+
+
+# -- the ledger's cost per fit (benchmarks/ledger.py) ---------------------------------------------------
+def test_ledger_harness_times_the_charge_and_checks_the_running_epsilon(tmp_path):
+    from benchmarks import ledger
+
+    ledger.main(["--histories", "default DPLogisticRegression()", "Gaussian + randomized response",
+                 "--sizes", "2", "5", "--out-dir", str(tmp_path)])
+    rows = [line.split("|")[1:-1] for line in (tmp_path / "ledger.md").read_text().splitlines()
+            if line.startswith("| default") or line.startswith("| Gaussian")]
+    assert [(name.strip(), int(k)) for name, k, *_ in rows] == [
+        ("default DPLogisticRegression()", 2), ("default DPLogisticRegression()", 5),
+        ("Gaussian + randomized response", 2), ("Gaussian + randomized response", 5),
+    ]
+    for row in rows:
+        charge_ms, epsilon, difference = float(row[2]), float(row[5]), float(row[6])
+        assert charge_ms > 0 and epsilon > 0 and difference <= 1e-9 * epsilon
+    assert [int(row[7]) for row in rows] == [1, 1, 5, 5]  # one Gaussian; and four randomized responses
