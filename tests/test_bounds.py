@@ -11,7 +11,7 @@ from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAcc
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
 from skdpsco.linear_model import _bounds
 from skdpsco.linear_model._base import fixed_row_bound_warning
-from skdpsco.linear_model._scaling import MAGNITUDE_RANGE, magnitude_counts
+from skdpsco.linear_model._scaling import magnitude_counts
 
 from _audits import check_audit
 
@@ -51,12 +51,12 @@ def test_release_is_the_top_significant_order_and_keeps_its_values_whole():
     assert 200.0 <= _bounds.SCALED_BOUND * scale
 
 
-def test_release_falls_back_to_the_mode_when_no_order_is_significant():
+def test_release_falls_back_to_the_public_order_when_no_order_is_significant():
+    # a noise order could be 2**40: the public fallback, s = 1, whatever the values
     values = np.concatenate([np.full(3, 2.0**-5), np.full(2, 2.0**20)])
-    plan = _bounds.plan_bound(gaussian_mu=1e-6)  # noise sd about 1.4e6 counts: nothing passes
-    rng = np.random.default_rng(1)
-    scale = _bounds.release_bound(values, plan, rng)
-    assert -MAGNITUDE_RANGE <= math.log2(scale) <= MAGNITUDE_RANGE and math.log2(scale).is_integer()
+    plan = _bounds.plan_bound(gaussian_mu=1e-3)  # noise sd about 1400 counts: nothing passes
+    scales = {_bounds.release_bound(values * 2.0**k, plan, np.random.default_rng(seed)) for k in (0, 9) for seed in range(20)}
+    assert scales == {2.0**_bounds.FALLBACK_ORDER}
 
 
 def test_plan_events_are_the_histogram_mechanisms():

@@ -212,20 +212,20 @@ class BaseDPLinearModel(BaseEstimator):
 
     @property
     def _data_norm(self) -> float | None:
-        """The public bound of the rows the feature scaling or the solver reads: a numeric
-        ``data_norm``; with ``'private'``, :data:`~._bounds.SCALED_BOUND` (the rows divided by the
-        released power of two); ``None`` when the feature scaling's orders of magnitude bound
-        them (:mod:`._scaling` step 0); 1, the fixed default, for ``None`` without feature
-        scaling."""
-        if self._private_row_bound:
-            return _bounds.SCALED_BOUND
+        """The public row bound: a numeric ``data_norm``; 1, the fixed default, for ``None``
+        without feature scaling; ``None`` when ``fit`` releases the bound (``'private'``: one row
+        bound; ``None`` with feature scaling: the per-feature orders of magnitude)."""
+        if self.data_norm == "private":
+            return None
         if self.data_norm is not None:
             return float(self.data_norm)
         return None if self.feature_scaling is not None else 1.0
 
     @property
-    def _private_row_bound(self) -> bool:
-        """Whether ``fit`` releases one bound on the row norms (:mod:`._bounds`)."""
+    def _releases_row_bound(self) -> bool:
+        """Whether ``fit`` releases one bound on the row norms (:mod:`._bounds`), with feature
+        scaling in place of the per-feature orders of magnitude (:mod:`._scaling` step 0):
+        ``data_norm='private'``."""
         return self.data_norm == "private"
 
     @property
@@ -235,9 +235,12 @@ class BaseDPLinearModel(BaseEstimator):
 
     @property
     def _solver_data_norm(self) -> float:
-        """Norm bound of the rows the solver reads: :attr:`_data_norm`, or 1 when the rows are
-        standardised first (:mod:`._scaling` bounds them by 1)."""
-        return 1.0 if self.feature_scaling is not None else self._data_norm
+        """Norm bound of the rows the solver reads: ``data_norm``, 1 when the rows are
+        standardised first (:mod:`._scaling` bounds them by 1), or :data:`~._bounds.SCALED_BOUND`
+        when they are divided by a private row bound."""
+        if self.feature_scaling is not None:
+            return 1.0
+        return _bounds.SCALED_BOUND if self.data_norm == "private" else self._data_norm
 
     @property
     def _row_norm_bound(self) -> float:
@@ -300,7 +303,8 @@ class BaseDPLinearModel(BaseEstimator):
         order_rng, task_rng = _generator(self.random_state).spawn(2)
         order = order_rng.permutation(n_samples)
         # None: clipped once the orders of magnitude or the private row bound are released
-        data_norm = None if self._private_row_bound else self._data_norm
+        data_norm = self._data_norm
+        row_bound = self._releases_row_bound
         fill = self._solver_data_norm if self.fit_intercept else None
         rows = clipped_rows_in_order(X, order, np.inf if data_norm is None else data_norm, fill=fill)
         del X
@@ -339,8 +343,8 @@ class BaseDPLinearModel(BaseEstimator):
         # Public quantities only, before the rows are read. The scaling release and several
         # tasks on the same rows compose: the per-task target is the largest whose composition
         # meets (epsilon, delta).
-        bounds = self._plan_bounds()
-        scaling = self._plan_scaling(n_samples, n_features)
+        bounds = self._plan_bounds(row_bound)
+        scaling = self._plan_scaling(n_samples, n_features, row_bound)
         releases = [plan.dp_event for plan in bounds.values()] + ([] if scaling is None else [scaling.dp_event])
 
         def fit_event(task_epsilon: float):
@@ -353,7 +357,7 @@ class BaseDPLinearModel(BaseEstimator):
         elif len(tasks) == 1 and not releases:
             task_epsilon = float(self.epsilon)
         else:
-            task_epsilon = self._task_epsilon_guess(len(tasks))
+            task_epsilon = self._task_epsilon_guess(len(tasks), self._releases_share(row_bound))
             spent = epsilon_of(fit_event(task_epsilon), float(self.delta))
             if not (1 - 1e-3) * float(self.epsilon) <= spent <= float(self.epsilon):
                 task_epsilon = 1.0 / calibrate_noise(
@@ -404,22 +408,23 @@ class BaseDPLinearModel(BaseEstimator):
         self.n_gradients_ = sum(r.n_gradients for r in results)
         self.solver_info_ = dict(results[0].info)
 
-    def _plan_bounds(self) -> dict:
-        """The plans of the private bounds (:mod:`._bounds`), by name (``'target'``, ``'rows'``),
-        in the order they are drawn; each gets :data:`~._bounds.BOUND_SHARE` of the fit's
-        ``mu**2`` (``delta > 0``) or ``epsilon`` (``delta = 0``)."""
-        names = [name for name, wanted in (("target", self._private_target_bound), ("rows", self._private_row_bound)) if wanted]
+    def _plan_bounds(self, row_bound: bool) -> dict:
+        """The plans of the private bounds (:mod:`._bounds`), by name (``'target'``, ``'rows'``
+        when ``row_bound``), in the order they are drawn; each gets :data:`~._bounds.BOUND_SHARE`
+        of the fit's ``mu**2`` (``delta > 0``) or ``epsilon`` (``delta = 0``)."""
+        names = [name for name, wanted in (("target", self._private_target_bound), ("rows", row_bound)) if wanted]
         if float(self.delta) == 0.0:
             return {name: _bounds.plan_bound(pure_epsilon=_bounds.BOUND_SHARE * float(self.epsilon)) for name in names}
         mu = 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
         return {name: _bounds.plan_bound(gaussian_mu=math.sqrt(_bounds.BOUND_SHARE) * mu) for name in names}
 
-    def _releases_share(self) -> float:
+    def _releases_share(self, row_bound: bool) -> float:
         """Share of the fit's budget spent before the solver: the private bounds and the feature
         scaling (:meth:`_plan_bounds`, :meth:`_plan_scaling`)."""
-        share = _bounds.BOUND_SHARE * (self._private_target_bound + self._private_row_bound)
+        share = _bounds.BOUND_SHARE * (self._private_target_bound + row_bound)
         if self.feature_scaling is not None:
-            share += _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if self._data_norm is None else 0.0)
+            magnitudes = self._data_norm is None and not row_bound
+            share += _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if magnitudes else 0.0)
         return share
 
     def _divide_by_row_bound(self, rows: np.ndarray, plan, rng: np.random.Generator) -> tuple:
@@ -440,30 +445,29 @@ class BaseDPLinearModel(BaseEstimator):
         if "target" in bounds:
             self.y_bound_ = float(_bounds.SCALED_BOUND * target_scale)
 
-    def _plan_scaling(self, n_samples: int, n_features: int):
+    def _plan_scaling(self, n_samples: int, n_features: int, row_bound: bool = False):
         """The plan of the scaling release (:mod:`._scaling`), or ``None`` without scaling: a
         share :data:`~._scaling.SCALING_SHARE` of the fit's ``mu**2`` (``delta > 0``; ``mu`` of
         the one Gaussian release that meets (epsilon, delta)) or of its ``epsilon`` (``delta =
-        0``)."""
+        0``), plus :data:`~._scaling.MAGNITUDE_SHARE` for the orders of magnitude when there is
+        no public ``data_norm`` and no private row bound (``row_bound``: the rows are then
+        bounded by :data:`~._bounds.SCALED_BOUND`)."""
         if self.feature_scaling is None:
             return None
-        share = _scaling.SCALING_SHARE
-        if self._data_norm is None:
-            share += _scaling.MAGNITUDE_SHARE
+        bound = _bounds.SCALED_BOUND if row_bound else self._data_norm
+        share = _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if bound is None else 0.0)
         centred = bool(self.fit_intercept)
         if float(self.delta) == 0.0:
-            return _scaling.plan_scaling(n_samples, n_features, self._data_norm,
-                                         pure_epsilon=share * float(self.epsilon), centred=centred)
+            return _scaling.plan_scaling(n_samples, n_features, bound, pure_epsilon=share * float(self.epsilon),
+                                         centred=centred)
         mu = 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
-        return _scaling.plan_scaling(n_samples, n_features, self._data_norm, gaussian_mu=math.sqrt(share) * mu,
-                                     centred=centred)
+        return _scaling.plan_scaling(n_samples, n_features, bound, gaussian_mu=math.sqrt(share) * mu, centred=centred)
 
-    def _task_epsilon_guess(self, n_tasks: int) -> float:
+    def _task_epsilon_guess(self, n_tasks: int, releases_share: float) -> float:
         """The per-task epsilon if every release is Gaussian: the epsilon of one task's share of
         ``mu**2`` (exact then, and used as it is; where the calibration starts otherwise)."""
         mu = 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
-        share = 1.0 - self._releases_share()
-        return exact_gaussian_epsilon(mu * math.sqrt(share / n_tasks), float(self.delta))
+        return exact_gaussian_epsilon(mu * math.sqrt((1.0 - releases_share) / n_tasks), float(self.delta))
 
     def _standardise(self, rows: np.ndarray, scaling, rng: np.random.Generator) -> tuple:
         """Release the rows' orders of magnitude when there is no public ``data_norm``, divide
