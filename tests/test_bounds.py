@@ -51,12 +51,16 @@ def test_release_is_the_top_significant_order_and_keeps_its_values_whole():
     assert 200.0 <= _bounds.SCALED_BOUND * scale
 
 
-def test_release_falls_back_to_the_public_order_when_no_order_is_significant():
-    # a noise order could be 2**40: the public fallback, s = 1, whatever the values
+def test_release_falls_back_to_the_mode_capped_at_the_public_order_when_no_order_is_significant():
+    # a noise mode could be 2**40: capped at s = 1 whatever the values; a small mode is kept
     values = np.concatenate([np.full(3, 2.0**-5), np.full(2, 2.0**20)])
     plan = _bounds.plan_bound(gaussian_mu=1e-3)  # noise sd about 1400 counts: nothing passes
-    scales = {_bounds.release_bound(values * 2.0**k, plan, np.random.default_rng(seed)) for k in (0, 9) for seed in range(20)}
-    assert scales == {2.0**_bounds.FALLBACK_ORDER}
+    scales = [_bounds.release_bound(values * 2.0**k, plan, np.random.default_rng(seed)) for k in (0, 9) for seed in range(40)]
+    assert max(scales) == 2.0**_bounds.FALLBACK_CAP and min(scales) < 1.0  # noise modes below the cap too
+    plan = _bounds.plan_bound(gaussian_mu=0.05)  # sd about 28 counts, threshold 113
+    small = np.full(100, 2.0**-4)  # not significant, but the mode
+    released = [_bounds.release_bound(small, plan, np.random.default_rng(seed)) for seed in range(40)]
+    assert released.count(2.0**-4) >= 30 and max(released) <= 1.0
 
 
 def test_plan_events_are_the_histogram_mechanisms():
