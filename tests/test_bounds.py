@@ -51,16 +51,20 @@ def test_release_is_the_top_significant_order_and_keeps_its_values_whole():
     assert 200.0 <= _bounds.SCALED_BOUND * scale
 
 
-def test_release_falls_back_to_the_mode_capped_at_the_public_order_when_no_order_is_significant():
+def test_release_falls_back_to_the_mode_capped_for_targets_when_no_order_is_significant():
     # a noise mode could be 2**40: capped at s = 1 whatever the values; a small mode is kept
     values = np.concatenate([np.full(3, 2.0**-5), np.full(2, 2.0**20)])
     plan = _bounds.plan_bound(gaussian_mu=1e-3)  # noise sd about 1400 counts: nothing passes
-    scales = [_bounds.release_bound(values * 2.0**k, plan, np.random.default_rng(seed)) for k in (0, 9) for seed in range(40)]
-    assert max(scales) == 2.0**_bounds.FALLBACK_CAP and min(scales) < 1.0  # noise modes below the cap too
+    def released(cap, seeds=range(40)):
+        return [_bounds.release_bound(values * 2.0**k, plan, np.random.default_rng(seed), cap) for k in (0, 9)
+                for seed in seeds]
+
+    assert max(released(_bounds.FALLBACK_CAP)) == 2.0**_bounds.FALLBACK_CAP and min(released(0)) < 1.0
+    assert max(released(None)) > 2.0**_bounds.FALLBACK_CAP  # the rows' fallback: the mode, uncapped
     plan = _bounds.plan_bound(gaussian_mu=0.05)  # sd about 28 counts, threshold 113
     small = np.full(100, 2.0**-4)  # not significant, but the mode
-    released = [_bounds.release_bound(small, plan, np.random.default_rng(seed)) for seed in range(40)]
-    assert released.count(2.0**-4) >= 30 and max(released) <= 1.0
+    modes = [_bounds.release_bound(small, plan, np.random.default_rng(seed), _bounds.FALLBACK_CAP) for seed in range(40)]
+    assert modes.count(2.0**-4) >= 30 and max(modes) <= 1.0
 
 
 def test_plan_events_are_the_histogram_mechanisms():

@@ -380,7 +380,8 @@ class BaseDPLinearModel(BaseEstimator):
         if bounds:
             target_rng, row_rng = order_rng.spawn(1)[0].spawn(2)
         if "target" in bounds:
-            target_scale = _bounds.release_bound(np.abs(tasks[0]), bounds["target"], target_rng)
+            target_scale = _bounds.release_bound(np.abs(tasks[0]), bounds["target"], target_rng,
+                                                 fallback_cap=_bounds.FALLBACK_CAP)
             tasks = [_bounds.scale_targets(task, target_scale) for task in tasks]
         if "rows" in bounds:
             feature_scales, row_norm = self._divide_by_row_bound(rows, bounds["rows"], row_rng)
