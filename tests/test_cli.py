@@ -19,12 +19,16 @@ def test_compare_prints_a_table_with_private_and_non_private_rows(capsys):
     table = [line for line in out.splitlines() if line.startswith("| ")]
     assert len(table) == 1 + 3 + 2 + 2  # header, three baselines, two epsilons, two private pipelines
     private = [line for line in table if line.startswith("| DPLogisticRegression")]
+    majority = float(next(line for line in table if line.startswith("| majority")).split("|")[3].split("±")[0])
     for line, eps in zip(private, (1.0, 5.0)):
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert float(cells[1]) == eps
         assert 0.0 <= float(cells[2].split("±")[0]) <= 1.0
-        assert 0 < float(cells[3]) <= eps  # epsilon spent per fit never above the target
-        assert float(cells[4]) == 1e-5
+        mean_margin, worst_margin = (float(v) for v in cells[3].split("/"))
+        assert mean_margin == pytest.approx(float(cells[2].split("±")[0]) - majority, abs=1.5e-3)
+        assert worst_margin <= mean_margin
+        assert 0 < float(cells[4]) <= eps  # epsilon spent per fit never above the target
+        assert float(cells[5]) == 1e-5
     assert "together they spent epsilon=" in out
     pipelines = [line for line in table if line.startswith("| DPStandardScaler → DPLogisticRegression")]
     assert len(pipelines) == 2
@@ -32,8 +36,8 @@ def test_compare_prints_a_table_with_private_and_non_private_rows(capsys):
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert float(cells[1]) == eps
         assert 0.0 <= float(cells[2].split("±")[0]) <= 1.0
-        assert 0 < float(cells[3]) <= eps  # scaler and model composed: within the pipeline's target
-        assert float(cells[4]) == 1e-5
+        assert 0 < float(cells[4]) <= eps  # scaler and model composed: within the pipeline's target
+        assert float(cells[5]) == 1e-5
     assert "the dataset's documented ranges" in out
 
 
@@ -160,7 +164,7 @@ def test_compare_help_explains_every_option_with_its_default(capsys):
 
 def _numbers_blanked(text: str) -> list[str]:
     """The lines of ``text`` with every number replaced by ``#``: the output's format and labels."""
-    return [re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", line).rstrip() for line in text.strip().splitlines()]
+    return [re.sub(r"[-+]?\d+(\.\d+)?(e[-+]?\d+)?", "#", line).rstrip() for line in text.strip().splitlines()]
 
 
 def test_readme_sample_output_has_the_format_compare_prints_today(capsys):
