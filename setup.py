@@ -1,10 +1,13 @@
-"""Build the compiled per-example SGD kernel (``skdpsco/solvers/_kernel.pyx``).
+"""Build the compiled extensions: the per-example SGD kernel (``skdpsco/solvers/_kernel.pyx``) and
+the secure mode's bit generator over the operating system's CSPRNG (``skdpsco/_osrandom.pyx``).
 
 Everything else about the package is declared in ``pyproject.toml``; this file only lists the
-Cython extension, which ``pip install .`` compiles with the build requirements declared there
-(setuptools, Cython, numpy and scipy for the BLAS declarations).
+Cython extensions, which ``pip install .`` compiles with the build requirements declared there
+(setuptools, Cython, numpy for its headers and bit generator declarations, scipy for the BLAS
+declarations).
 """
 
+import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
@@ -14,7 +17,14 @@ extensions = [
         ["skdpsco/solvers/_kernel.pyx"],
         extra_compile_args=["-O3"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-    )
+    ),
+    Extension(
+        "skdpsco._osrandom",
+        ["skdpsco/_osrandom.pyx"],
+        include_dirs=[numpy.get_include()],
+        extra_compile_args=["-O3"],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    ),
 ]
 
 setup(ext_modules=cythonize(extensions, language_level=3))

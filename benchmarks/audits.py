@@ -61,6 +61,7 @@ import numpy as np
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer
 
+import skdpsco._secure as secure
 import skdpsco.location as location
 import skdpsco.solvers._core as core
 import skdpsco.solvers.growth as growth
@@ -70,6 +71,7 @@ from skdpsco import (
     DPLpRegression,
     DPSearchCV,
     PrivacyAccountant,
+    config_context,
 )
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier, zcdp_event
 from skdpsco.audit import AuditResult, audit_mechanism
@@ -77,7 +79,7 @@ from skdpsco.linear_model._base import PrivacyWarning, _pure_epsilon
 from skdpsco.linear_model._bounds import plan_bound, release_bound
 from skdpsco.linear_model._scaling import MAGNITUDE_THRESHOLD
 from skdpsco.location import inverse_sensitivity_location
-from skdpsco.losses import HingeLoss, HuberLoss
+from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss
 from skdpsco.model_selection import RandomTrials, calibrate_trial_rho, noisy_mean_score, select_best
 from skdpsco.preprocessing import DPStandardScaler
 from skdpsco.smoothing import smooth
@@ -85,6 +87,7 @@ from skdpsco.solvers import Problem
 from skdpsco.solvers.ftrl import PrivateFTRL
 from skdpsco.solvers.growth import EpochGrowth, Localization
 from skdpsco.solvers.holder import GradientPerturbationSGD, OutputPerturbationSGD, run_output_perturbation
+from skdpsco.solvers.newton import PrivateNewton
 from skdpsco.solvers.noisy_gd import NoisyGD
 from skdpsco.solvers.objective import ObjectivePerturbation
 from skdpsco.solvers.phased import PhasedERM, PhasedSGD, StronglyConvexPhasedSGD
@@ -187,26 +190,33 @@ def weakened(knob: str, factor: float):
 
     * ``'gaussian'``: every Gaussian privacy draw, :func:`skdpsco.solvers._core.gaussian_noise`
       (the one draw point of all solvers, the scaler and the search's scores), has its standard
-      deviation divided by ``factor`` (the ``weaken_noise`` fixture of ``tests/conftest.py``).
-    * ``'laplace'``: :func:`skdpsco.solvers.growth.laplace_noise`, the scale divided by ``factor``.
+      deviation divided by ``factor`` (the ``weaken_noise`` fixture of ``tests/conftest.py``), and
+      so has the discrete Gaussian of secure mode's grid releases,
+      :func:`skdpsco._secure.discrete_gaussian_noise`.
+    * ``'laplace'``: :func:`skdpsco.solvers.growth.laplace_noise`, the scale divided by ``factor``,
+      and secure mode's discrete Laplace :func:`skdpsco._secure.discrete_laplace_noise`.
     * ``'exponential'``: :func:`skdpsco.location.sample_exponential`, the log-weights multiplied by
       ``factor`` (the exponential mechanism run at ``factor`` times its epsilon).
     """
     if factor == 1.0:
         yield
         return
+    def scaled(draw):
+        return lambda rng, scale, shape: draw(rng, scale / factor, shape)
+
     targets = {
-        "gaussian": (core, "gaussian_noise", lambda draw: lambda rng, std, shape: draw(rng, std / factor, shape)),
-        "laplace": (growth, "laplace_noise", lambda draw: lambda rng, scale, shape: draw(rng, scale / factor, shape)),
-        "exponential": (location, "sample_exponential", lambda draw: lambda rng, lw: draw(rng, factor * lw)),
+        "gaussian": [(core, "gaussian_noise", scaled), (secure, "discrete_gaussian_noise", scaled)],
+        "laplace": [(growth, "laplace_noise", scaled), (secure, "discrete_laplace_noise", scaled)],
+        "exponential": [(location, "sample_exponential", lambda draw: lambda rng, lw: draw(rng, factor * lw))],
     }
-    module, name, wrap = targets[knob]
-    original = getattr(module, name)
-    setattr(module, name, wrap(original))
+    originals = [(module, name, getattr(module, name)) for module, name, _ in targets[knob]]
+    for module, name, wrap in targets[knob]:
+        setattr(module, name, wrap(getattr(module, name)))
     try:
         yield
     finally:
-        setattr(module, name, original)
+        for module, name, original in originals:
+            setattr(module, name, original)
 
 
 def run_audit(audit: Audit, seed: int, factor: float = 1.0, n_trials: int | None = None) -> AuditResult:
@@ -370,6 +380,25 @@ def noisy_gd(n_steps: int, step: float, epsilon: float, analysis: str) -> Setup:
     return Setup(run, (X, np.array([1.0, 1.0])), (X, np.array([-1.0, 1.0])), _claim(plan.dp_event, AUDIT_DELTA), AUDIT_DELTA)
 
 
+def newton(epsilon: float = 2.0, hessian_share: float = 0.01) -> Setup:
+    """Private Newton, one step from ``w = 0`` on one row (``p = 1``, logistic), label flip at the
+    row bound: the gradient release moves by ``|phi'(0)| 2 = 1``, and ``radius = 0.1`` makes the
+    charged ``2 L = 2 sigmoid(0.1)`` only 5 % more. The curvature floor (``floor_factor = 100``) is
+    far above every noisy Hessian, so the release ``-g_1 / floor`` is the gradient's Gaussian
+    mechanism itself, inside the ball; the Hessian, the same on both datasets, gets 1 % of the
+    budget (its sensitivity is tested against neighbours in ``tests/test_newton.py``)."""
+    radius = 0.1
+    loss = LogisticLoss()
+    problem = Problem(1, (1,), loss, loss.constants(1.0, radius), radius, epsilon, AUDIT_DELTA)
+    solver = PrivateNewton(n_steps=1, hessian_share=hessian_share, floor_factor=100.0)
+    plan = solver.plan(problem)
+
+    def run(label, seed):
+        return solver.run(plan, np.ones((1, 1)), np.array([label]), problem, np.random.default_rng(seed)).coef[0]
+
+    return Setup(run, 1.0, -1.0, _claim(plan.dp_event, AUDIT_DELTA), AUDIT_DELTA)
+
+
 def ftrl(solver, n_rows: int = 1, epsilon: float = 1.0) -> Setup:
     """One row (n = 1: nothing but its own step's noise hides it), hinge loss, x = 1, labels +-1:
     the loss gradients -+1 are clipped to -+C, a difference of exactly 2C, and the release
@@ -495,12 +524,15 @@ def _quiet_fit(model, X, y=None):
         return model.fit(X, y) if y is not None else model.fit(X)
 
 
-def _estimator_setup(make, D0, D1, statistic, delta=AUDIT_DELTA, claimed=None) -> Setup:
+def _estimator_setup(make, D0, D1, statistic, delta=AUDIT_DELTA, claimed=None, secure_noise=False) -> Setup:
     """``run`` fits ``make(seed)`` (a fresh estimator with a fresh ``PrivacyAccountant()``); the
-    claim is the fitted ``epsilon_`` (public: the same for both datasets), unless given."""
+    claim is the fitted ``epsilon_`` (public: the same for both datasets), unless given. With
+    ``secure_noise`` the fits run in secure mode (``make`` must then ignore the seed: the noise
+    comes from the operating system's CSPRNG, fresh in every trial)."""
 
     def run(dataset, seed):
-        return _quiet_fit(make(seed), *dataset)
+        with config_context(secure_noise=secure_noise):
+            return _quiet_fit(make(seed), *dataset)
 
     if claimed is None:
         claimed = float(run(D0, 0).epsilon_)
@@ -701,24 +733,29 @@ def search_cv(pipeline: bool, n: int = 21, epsilon: float = 2.0) -> Setup:
     return Setup(run, D0, D1, float(run(D0, 0).epsilon_), AUDIT_DELTA, statistic)
 
 
-def scaler(n: int = 21, epsilon: float = 1.0) -> Setup:
+def scaler(n: int = 21, epsilon: float = 1.0, secure_noise: bool = False) -> Setup:
     """``DPStandardScaler`` on one feature bounded in [-1, 1]: two Gaussian releases, the centred
     mean (sensitivity 2 / n) and second moment (1 / n). One row moves from ``a = -0.15`` to 1,
     which moves both (by ``1.15 / n`` and ``0.98 / n``: the largest combined shift, 0.80 of the
     claim's); the others sit at ``+-1/sqrt 2`` (mean 0, second moment 1/2, away from the
     clipping of the variance). The statistic is the likelihood ratio of the two releases,
-    ``sum_j shift_j * release_j / sigma_j**2``, the second moment recovered as ``var_ + mean_**2``."""
+    ``sum_j shift_j * release_j / sigma_j**2``, the second moment recovered as ``var_ + mean_**2``.
+
+    ``secure_noise=True``: secure mode (``skdpsco.set_config(secure_noise=True)``), both releases
+    on a grid with discrete Gaussian noise from the operating system's CSPRNG, claimed under zCDP
+    accounting; no seed (the trials' seeds are ignored)."""
     others = np.resize([2**-0.5, -(2**-0.5)], n - 1)
     X0 = np.concatenate([[-0.15], others])[:, None]
     X1 = np.concatenate([[1.0], others])[:, None]
 
     def make(seed):
         return DPStandardScaler(
-            epsilon=epsilon, delta=AUDIT_DELTA, feature_bounds=(-1.0, 1.0), random_state=seed,
-            accountant=PrivacyAccountant(),
+            epsilon=epsilon, delta=AUDIT_DELTA, feature_bounds=(-1.0, 1.0),
+            random_state=None if secure_noise else seed, accountant=PrivacyAccountant(),
         )
 
-    fitted = _quiet_fit(make(0), X0)
+    with config_context(secure_noise=secure_noise):
+        fitted = _quiet_fit(make(0), X0)
     sigma_mean, sigma_second = fitted.noise_std_
     shift_mean, shift_second = (1.0 + 0.15) / n, (1.0 - 0.15**2) / n
 
@@ -726,7 +763,7 @@ def scaler(n: int = 21, epsilon: float = 1.0) -> Setup:
         mean = float(m.mean_[0])
         return shift_mean * mean / sigma_mean**2 + shift_second * (float(m.var_[0]) + mean**2) / sigma_second**2
 
-    return _estimator_setup(make, (X0,), (X1,), statistic)
+    return _estimator_setup(make, (X0,), (X1,), statistic, secure_noise=secure_noise)
 
 
 def estimator_snowball(n: int = 20, epsilon: float = 1.0) -> Setup:
@@ -812,6 +849,9 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
           lambda: noisy_gd(20, 1.0, 2.0, "last_iterate"), 2000, factor=4.0,
           note="the shifted-Renyi bound charges a shift of the diameter through k* steps; the release "
                "shows 0.39 of the claimed mu"),
+    Audit("newton", "private Newton, one step, n = 1, 1 % of the budget on the Hessian, epsilon = 2",
+          "the only row, x = 1, label flip; radius 0.1 (2 L = 1.05), curvature floor above every noisy Hessian",
+          newton, 2000),
     Audit("ftrl_sgd", "private FTRL, R^d case (noisy SGD), n = 1, epsilon = 2",
           "the only row, hinge x = 1, label flip: clipped gradients -+C", lambda: ftrl(PrivateFTRL(None, clip_norm=0.5), 1, 2.0),
           4000, note=_FTRL),
@@ -892,6 +932,9 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
           "one row -0.15 -> 1 (moves both releases); the others +-1/sqrt 2; likelihood-ratio statistic",
           lambda: scaler(21, 2.0), 4000, note="one row cannot move both releases by their full sensitivity: "
           "0.84 of the claimed mu"),
+    Audit("scaler_secure", "DPStandardScaler in secure mode: grid releases with discrete Gaussian noise from the "
+          "OS's CSPRNG, zCDP accounting; as scaler", "as scaler", lambda: scaler(21, 2.0, secure_noise=True), 4000,
+          note="no seed: every trial draws fresh bits from os.urandom"),
     Audit("estimator_snowball", "DPHingeSVM(algorithm='snowball'), n = 20, epsilon = 1, rows shuffled by the "
           "estimator", "row 0 label flip (lands in a random batch)", lambda: estimator_snowball(20, 1.0), 6000,
           factor=5.0, slow=True, measure_halved=False, note="the shuffle puts the row in a later batch (smaller step) most of the "

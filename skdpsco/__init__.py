@@ -5,6 +5,7 @@ delta)-differentially private under replace-one neighbouring datasets, with one 
 accountant built on ``dp-accounting``.
 """
 
+from ._config import config_context, get_config, set_config
 from .accounting import (
     BudgetExceededError,
     PrivacyAccountant,
@@ -27,7 +28,10 @@ __all__ = [
     "DPStandardScaler",
     "PrivacyAccountant",
     "PrivacyWarning",
+    "config_context",
     "get_accountant",
+    "get_config",
     "inverse_sensitivity_location",
     "set_accountant",
+    "set_config",
 ]

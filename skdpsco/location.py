@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._secure import check_random_state_unset, is_secure, secure_generator, secure_mode
 from .accounting import pure_dp_event
 
 __all__ = [
@@ -54,6 +55,18 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 22  # entries of the (rows x grid) block evaluated at once for p > 1
+
+
+def _location_generator(random_state) -> np.random.Generator:
+    """``np.random.default_rng(random_state)``; in secure mode the OS's CSPRNG
+    (:func:`skdpsco._secure.secure_generator`), or ``random_state`` itself when it is already a
+    secure generator, and any other ``random_state`` refused."""
+    if secure_mode():
+        if is_secure(random_state):
+            return random_state
+        check_random_state_unset(random_state)
+        return secure_generator()
+    return np.random.default_rng(random_state)
 
 
 def sample_exponential(rng: np.random.Generator, log_weights: np.ndarray) -> int:
@@ -158,7 +171,9 @@ def inverse_sensitivity_location(
         Smoothing radius ``>= 0``; ``None``: half the grid spacing, so that the grid point nearest
         the minimiser has score 0.
     random_state : None, int or numpy.random.Generator
-        A fixed seed is for reproducible experiments, not for production releases.
+        A fixed seed is for reproducible experiments, not for production releases. In secure mode
+        (``skdpsco.set_config(secure_noise=True)``) the draw comes from the operating system's
+        CSPRNG and only ``None`` (or a secure generator) is accepted.
 
     Returns
     -------
@@ -185,5 +200,5 @@ def inverse_sensitivity_location(
     values = np.clip(values, lower, upper)
     lipschitz = p * (upper - lower) ** (p - 1.0)
     scores = inverse_sensitivity_scores(values, grid, lower, upper, p, rho)
-    index = sample_exponential(np.random.default_rng(random_state), -epsilon * values.size * scores / (4.0 * lipschitz))
+    index = sample_exponential(_location_generator(random_state), -epsilon * values.size * scores / (4.0 * lipschitz))
     return LocationEstimate(float(grid[index]), pure_dp_event(epsilon), epsilon, lipschitz, rho, int(grid_size))

@@ -54,6 +54,7 @@ from .accounting import (
     get_accountant,
     zcdp_event,
 )
+from ._secure import is_secure, noisy_release
 from .linear_model._base import PrivacyWarning, _generator, labels_from_data_warning
 from .solvers import _core
 
@@ -187,7 +188,10 @@ def noisy_mean_score(per_row: np.ndarray, value_range: float, rho: float, rng: n
 
     Replacing one of the ``n`` rows moves the mean by at most ``value_range / n``; Gaussian
     noise of standard deviation ``sigma = (value_range / n) / sqrt(2 rho)`` makes the release
-    ``gaussian_event(sigma, value_range / n)``, i.e. exactly ``rho``-zCDP (:func:`zcdp_rho`).
+    ``gaussian_event(sigma, value_range / n)``, i.e. exactly ``rho``-zCDP (:func:`zcdp_rho`). In
+    secure mode the mean is released on a grid with discrete Gaussian noise
+    (:func:`skdpsco._secure.noisy_release`): ``rho``-zCDP as well (Canonne, Kamath & Steinke 2020,
+    Thm 4).
 
     Returns
     -------
@@ -195,7 +199,13 @@ def noisy_mean_score(per_row: np.ndarray, value_range: float, rho: float, rng: n
     """
     sensitivity = value_range / per_row.shape[0]
     sigma = sensitivity / math.sqrt(2.0 * rho)
-    return float(np.mean(per_row) + _core.gaussian_noise(rng, sigma, ())), sigma
+    return float(noisy_release(np.mean(per_row), sigma, rng, sensitivity=sensitivity, release=_score_noise)), sigma
+
+
+def _score_noise(value, scale, rng, draw=None):
+    """The noise of a trial's score: one :func:`~skdpsco.solvers._core.gaussian_noise` draw
+    (looked up at call time, so the audits weaken it), as before the grid release existed."""
+    return _core.gaussian_noise(rng, scale, ())
 
 
 def select_best(run_trial: Callable[[int], tuple[object, float]], n_trials: int) -> tuple[object, float]:
@@ -606,7 +616,9 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 **candidate,
                 **self._private_params(
                     epsilon=epsilons[repr(sorted(candidate.items()))], delta=float(self.delta),
-                    random_state=_child_random_state(trial_rng), accountant=ledger,
+                    # secure mode: the trial's fit draws from the OS's CSPRNG itself (no seed)
+                    random_state=None if is_secure(trial_rng) else _child_random_state(trial_rng),
+                    accountant=ledger,
                 ),
             )
             with warnings.catch_warnings():

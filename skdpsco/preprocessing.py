@@ -32,9 +32,9 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._secure import is_secure, noisy_release, secure_event
 from .accounting import PrivacyAccountant, calibrate_noise, epsilon_of, gaussian_event, get_accountant
 from .linear_model._base import PrivacyWarning, _generator
-from .solvers import _core
 
 __all__ = ["DPStandardScaler", "scaler_sensitivities"]
 
@@ -64,24 +64,27 @@ def scaler_sensitivities(lower: np.ndarray, upper: np.ndarray, n_samples: int) -
     )
 
 
-def _scaler_event(noise_multiplier: float, n_releases: int) -> dp_accounting.DpEvent:
+def _scaler_event(noise_multiplier: float, n_releases: int, secure: bool = False) -> dp_accounting.DpEvent:
     """``n_releases`` Gaussian releases, each with noise ``noise_multiplier`` times its own
-    sensitivity: the event of the whole fit (PLD composes them exactly)."""
+    sensitivity: the event of the whole fit (PLD composes them exactly). ``secure``: the
+    releases are grid releases with discrete Gaussian noise, zCDP of the same ``rho``
+    (:func:`skdpsco._secure.secure_event`)."""
     if n_releases == 0:
         return dp_accounting.NoOpDpEvent()
     event = gaussian_event(noise_multiplier, 1.0)
-    return event if n_releases == 1 else dp_accounting.SelfComposedDpEvent(event, n_releases)
+    event = event if n_releases == 1 else dp_accounting.SelfComposedDpEvent(event, n_releases)
+    return secure_event(event) if secure else event
 
 
 @lru_cache(maxsize=128)
-def _calibrated(epsilon: float, delta: float, n_releases: int) -> tuple[float, float]:
+def _calibrated(epsilon: float, delta: float, n_releases: int, secure: bool = False) -> tuple[float, float]:
     """Smallest noise multiplier ``z`` for which :func:`_scaler_event` meets (epsilon, delta)
     (:func:`~skdpsco.accounting.calibrate_noise`), and the epsilon it spends. Public inputs only,
     hence cached."""
     if n_releases == 0:
         return 0.0, 0.0
-    multiplier = calibrate_noise(lambda z: _scaler_event(z, n_releases), epsilon, delta, rtol=1e-4)
-    return multiplier, epsilon_of(_scaler_event(multiplier, n_releases), delta)
+    multiplier = calibrate_noise(lambda z: _scaler_event(z, n_releases, secure), epsilon, delta, rtol=1e-4)
+    return multiplier, epsilon_of(_scaler_event(multiplier, n_releases, secure), delta)
 
 
 class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -229,8 +232,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # Public planning: which statistics, their sensitivities, the noise, the event.
         n_releases = 2 if self.with_std else int(self.with_mean)
         sensitivities = scaler_sensitivities(lower, upper, n_samples)[:n_releases]
-        multiplier, spent = _calibrated(float(self.epsilon), float(self.delta), n_releases)
-        event = _scaler_event(multiplier, n_releases)
+        rng = _generator(self.random_state)  # secure mode: refuses a seed before anything is charged
+        secure = is_secure(rng)
+        multiplier, spent = _calibrated(float(self.epsilon), float(self.delta), n_releases, secure)
+        event = _scaler_event(multiplier, n_releases, secure)
         accountant = self.accountant if self.accountant is not None else get_accountant()
         accountant.charge(
             event,
@@ -240,19 +245,18 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             delta=float(self.delta),
         )
         # The rows are read from here on.
-        rng = _generator(self.random_state)
         midpoint, half_range = (upper + lower) / 2.0, (upper - lower) / 2.0
         centred = np.clip(X, lower, upper) - midpoint
         noise_std = tuple(multiplier * s for s in sensitivities)
         self.mean_ = self.var_ = self.scale_ = None
         if n_releases:
             mean = centred.mean(axis=0)
-            shift = mean + _core.release_noise(mean, noise_std[0], rng)
+            shift = noisy_release(mean, noise_std[0], rng, sensitivity=sensitivities[0])
             shift = np.clip(shift, -half_range, half_range)
             self.mean_ = midpoint + shift
         if self.with_std:
             second_moment = (centred**2).mean(axis=0)
-            second = second_moment + _core.release_noise(second_moment, noise_std[1], rng)
+            second = noisy_release(second_moment, noise_std[1], rng, sensitivity=sensitivities[1])
             floor = np.minimum(noise_std[1], half_range**2)
             self.var_ = np.clip(second - shift**2, floor, half_range**2)
             self.scale_ = np.sqrt(self.var_)

@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._secure import check_random_state_unset, is_secure, secure_event, secure_generator, secure_mode
 from ..defaults import classifier_radius
 from ..smoothing import default_smoothing_width, smooth
 from ..accounting import (
@@ -68,6 +69,10 @@ def labels_from_data_warning(parameter: str = "classes") -> str:
 def _generator(random_state) -> np.random.Generator:
     """A numpy Generator from scikit-learn's ``random_state`` conventions, with full entropy.
 
+    In secure mode (``skdpsco.set_config(secure_noise=True)``): a generator over the operating
+    system's CSPRNG (:func:`skdpsco._secure.secure_generator`), and any ``random_state`` other
+    than ``None`` is refused (:func:`skdpsco._secure.check_random_state_unset`). Otherwise:
+
     ``None``: fresh entropy from the operating system (numpy's ``SeedSequence``, 128 bits).
     An int: that seed (reproducible experiments; a release needs ``None``). A ``RandomState``:
     256 bits drawn from it (``bytes(32)``, which advances it as scikit-learn's
@@ -75,6 +80,9 @@ def _generator(random_state) -> np.random.Generator:
     noise that is a function of 32 bits can be found by brute force by whoever knows the other
     rows (issue 18).
     """
+    if secure_mode():
+        check_random_state_unset(random_state)
+        return secure_generator()
     if isinstance(random_state, np.random.RandomState):
         entropy = int.from_bytes(random_state.bytes(32), "little")
         return np.random.default_rng(np.random.SeedSequence(entropy))
@@ -300,7 +308,9 @@ class BaseDPLinearModel(BaseEstimator):
         # filled in a uniformly random order drawn here, before any budget is charged: the
         # solvers that read the rows in a random order (``shuffles_rows``) are given that order
         # and stream the copy in sequence.
-        order_rng, task_rng = _generator(self.random_state).spawn(2)
+        rng = _generator(self.random_state)
+        secure = is_secure(rng)  # secure mode: grid releases, their events as zCDP (:mod:`skdpsco._secure`)
+        order_rng, task_rng = rng.spawn(2)
         order = order_rng.permutation(n_samples)
         # None: clipped once the orders of magnitude or the private row bound are released
         data_norm = self._data_norm
@@ -346,15 +356,22 @@ class BaseDPLinearModel(BaseEstimator):
         bounds = self._plan_bounds(row_bound)
         scaling = self._plan_scaling(n_samples, n_features, row_bound)
         releases = [plan.dp_event for plan in bounds.values()] + ([] if scaling is None else [scaling.dp_event])
+        # In secure mode the bounds, the scaling and the single-release solvers release on a grid
+        # with discrete Gaussian noise: zCDP of the planned rho (CKS20 Thm 4 / 14), not the
+        # continuous Gaussian's exact curve (:func:`skdpsco._secure.secure_event`).
+        grid_solver = secure and getattr(solver, "grid_releases", False)
+        if secure:
+            releases = [secure_event(release) for release in releases]
 
         def fit_event(task_epsilon: float):
-            event = _composed(plan_for(task_epsilon)[1].dp_event, len(tasks))
+            solver_event = plan_for(task_epsilon)[1].dp_event
+            event = _composed(secure_event(solver_event) if grid_solver else solver_event, len(tasks))
             return dp_accounting.ComposedDpEvent([*releases, event]) if releases else event
 
         if pure:  # basic composition is exact for pure DP (:func:`_pure_epsilon`)
             releases_epsilon = sum(_pure_epsilon(release) for release in releases)
             task_epsilon = (float(self.epsilon) - releases_epsilon) / len(tasks)
-        elif len(tasks) == 1 and not releases:
+        elif len(tasks) == 1 and not releases and not grid_solver:
             task_epsilon = float(self.epsilon)
         else:
             task_epsilon = self._task_epsilon_guess(len(tasks), self._releases_share(row_bound))

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import dp_accounting
 import numpy as np
 
+from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
 from ..solvers import growth
 from ..solvers._core import ROW_BLOCK, clip_rows, release_noise
@@ -53,7 +54,6 @@ __all__ = [
     "STANDARDISED_NORM_FACTOR",
     "ScalingPlan",
     "divide_by_powers_of_two",
-    "laplace_draw",
     "fold_scaling",
     "laplace_moments_sensitivity",
     "moment_sensitivities",
@@ -296,7 +296,7 @@ def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     """Per-feature power of two ``2**k_j``, the top of the window of :data:`MAGNITUDE_WINDOW`
     adjacent binary orders of magnitude that holds the most entries of feature ``j`` in the noisy
     histograms (:func:`magnitude_bins`, :func:`magnitude_sensitivity`), released through
-    :func:`~skdpsco.solvers._core.release_noise`.
+    :func:`skdpsco._secure.noisy_release` (on a grid with discrete noise in secure mode).
 
     A window's noisy count must exceed :data:`MAGNITUDE_THRESHOLD` standard deviations of its
     noise to set a feature's order outright. A feature whose window does not gets the larger of
@@ -313,8 +313,8 @@ def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     shrinking too. Measured in ``benchmarks/results/real_full.md``."""
     counts = magnitude_counts(X)
     width = counts.shape[1]
-    draw = laplace_draw(plan.laplace)
-    noisy = counts + release_noise(counts, plan.magnitude_noise, rng, draw)
+    noisy = noisy_release(counts, plan.magnitude_noise, rng, sensitivity=magnitude_sensitivity(plan.n_features, plan.laplace),
+                          laplace=plan.laplace, release=release_noise)
     windows = sum(noisy[:, k: width - MAGNITUDE_WINDOW + 1 + k] for k in range(MAGNITUDE_WINDOW))
     top = np.argmax(windows, axis=1)
     count_std = plan.magnitude_noise * (math.sqrt(2.0) if plan.laplace else 1.0)
@@ -324,19 +324,11 @@ def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     return 2.0 ** np.where(significant, exponents, np.maximum(exponents, fallback))
 
 
-def laplace_draw(laplace: bool):
-    """The draw point of a release's noise: :func:`skdpsco.solvers.growth.laplace_noise` (the one
-    Laplace draw, looked up at call time so that the audits' weakened draws reach these releases
-    too) for the pure-DP releases, ``None`` (the Gaussian draw of
-    :func:`~skdpsco.solvers._core.release_noise`) otherwise."""
-    return growth.laplace_noise if laplace else None
-
-
 def release_moments(rows: np.ndarray, plan: ScalingPlan, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Noisy per-feature mean and scale of ``rows`` (clipped to ``plan.data_norm``).
 
-    Two releases through :func:`~skdpsco.solvers._core.release_noise` (when ``plan.centred``; the
-    second alone otherwise, with a zero mean):
+    Two releases through :func:`skdpsco._secure.noisy_release` (when ``plan.centred``; the
+    second alone otherwise, with a zero mean), on a grid with discrete noise in secure mode:
 
     1. the sums ``sum_i x_i / B``, giving ``mean = noisy sums B / n``;
     2. the sums of squares ``sum_i u_i**2 / C**2`` of ``u_i = clip_C(x_i - mean)``
@@ -351,19 +343,23 @@ def release_moments(rows: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     -------
     mean, scale : ndarray of shape (n_features,)
     """
-    draw = laplace_draw(plan.laplace)
     d, n = plan.n_features, plan.n_samples
+    mean_sensitivity, second_sensitivity = moment_sensitivities(d, plan.laplace)
     mean = np.zeros(d)
     if plan.centred:
         sums = rows.sum(axis=0) / plan.data_norm
-        mean = (sums + release_noise(sums, plan.noise_scale, rng, draw)) * plan.data_norm / n
+        noisy_sums = noisy_release(sums, plan.noise_scale, rng, sensitivity=mean_sensitivity, laplace=plan.laplace,
+                                   release=release_noise)
+        mean = noisy_sums * plan.data_norm / n
     clip = plan.centred_norm
     squares = np.zeros(d)
     for start in range(0, rows.shape[0], ROW_BLOCK):
         block = clip_rows(rows[start:start + ROW_BLOCK] - mean, clip)
         squares += np.einsum("ij,ij->j", block, block)
     squares /= clip**2
-    second = (squares + release_noise(squares, plan.noise_scale, rng, draw)) * clip**2 / n
+    noisy_squares = noisy_release(squares, plan.noise_scale, rng, sensitivity=second_sensitivity, laplace=plan.laplace,
+                                  release=release_noise)
+    second = noisy_squares * clip**2 / n
     variance = np.maximum(second, plan.moment_noise_std * clip**2)
     return mean, np.sqrt(variance)
 

@@ -106,8 +106,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._secure import noisy_release
 from ..accounting import gaussian_event, gaussian_noise_multiplier, pure_dp_event
-from . import _core
 from ._core import SolverResult, iter_batches, margin_gradient, order_and_noise_rng, project_to_ball
 from .erm import certified_iterations, certified_minimize
 from .phased import check_step_scale, freeze_arrays, validated_constants
@@ -193,11 +193,14 @@ class OutputNoise:
     norm_factor: float
     dp_event: object
 
-    def draw(self, rng: np.random.Generator, sensitivity: float, value: np.ndarray) -> np.ndarray:
-        """Noise for releasing ``value``, of ``l2``-sensitivity ``sensitivity``, via
-        :func:`skdpsco.solvers._core.release_noise` and the one draw point of its kind."""
-        draw = None if self.kind == "gaussian" else laplace_noise
-        return _core.release_noise(value, sensitivity * self.multiplier, rng, draw)
+    def release(self, rng: np.random.Generator, sensitivity: float, value: np.ndarray) -> np.ndarray:
+        """``value`` plus its noise, for ``value`` of ``l2``-sensitivity ``sensitivity``, via
+        :func:`skdpsco._secure.noisy_release` (:func:`skdpsco.solvers._core.release_noise` and the
+        one draw point of its kind; on a grid with discrete noise in secure mode, where the
+        Laplace release is planned on the ``l1``-sensitivity ``sqrt(p) sensitivity``)."""
+        laplace = self.kind != "gaussian"
+        l1_or_l2 = sensitivity * math.sqrt(np.size(value)) if laplace else sensitivity
+        return noisy_release(value, sensitivity * self.multiplier, rng, sensitivity=l1_or_l2, laplace=laplace)
 
 
 def output_noise(epsilon: float, delta: float, n_params: int, kind: str = "auto") -> OutputNoise:
@@ -558,7 +561,7 @@ def _run_phases(
             gradient, centre, radius, plan.smoothness[j], plan.strong_convexity[j], plan.tolerances[j],
             int(plan.n_iterations[j]),
         )
-        w = project(minimiser + plan.noise.draw(noise_rng, plan.sensitivities[j], minimiser))
+        w = project(plan.noise.release(noise_rng, plan.sensitivities[j], minimiser))
     return w
 
 
@@ -647,6 +650,7 @@ class Localization:
     requires_smooth_loss = True  # the certified V-FISTA solver (§2.5) needs a Lipschitz gradient
     shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
     supports_pure_dp = True  # delta == 0: Laplace output perturbation, pure epsilon-DP (§2.0)
+    grid_releases = True  # every noise draw is one release of a point: a grid release in secure mode (skdpsco._secure)
 
     step_scale: float | None = None
     noise: str = "auto"
@@ -687,6 +691,7 @@ class EpochGrowth:
     requires_smooth_loss = True  # the certified V-FISTA solver (§2.5) needs a Lipschitz gradient
     shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
     supports_pure_dp = True  # delta == 0: Laplace output perturbation, pure epsilon-DP (§2.0)
+    grid_releases = True  # every noise draw is one release of a point: a grid release in secure mode (skdpsco._secure)
 
     kappa_lower: float = DEFAULT_KAPPA_LOWER
     n_epochs: int | None = None

@@ -70,7 +70,7 @@ from ..accounting import (
     wang_max_hits,
     wang_uniform_stability_bound,
 )
-from . import _core
+from .._secure import noisy_release
 from ._core import SolverResult, iter_batches, margin_gradient, noisy_sgd_steps, project_to_ball
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
@@ -371,7 +371,8 @@ def run_output_perturbation(
     sequence in which no row is drawn more than ``k_T`` times (Thm 7's good event; enforced here
     for given ``indices``) and, with ``tight_sensitivity``, given every index sequence; audits use
     this to draw the differing row as often as allowed. The output noise comes from an independent
-    child generator, through :func:`skdpsco.solvers._core.gaussian_noise`.
+    child generator, through :func:`skdpsco.solvers._core.gaussian_noise` (on a grid with discrete
+    noise in secure mode, :func:`skdpsco._secure.noisy_release`).
 
     Raises
     ------
@@ -389,7 +390,7 @@ def run_output_perturbation(
         noise_std = plan.noise_multiplier * sensitivity
     else:
         sensitivity, noise_std = plan.sensitivity, plan.noise_std
-    coef = average + _core.release_noise(average, noise_std, noise_rng)
+    coef = noisy_release(average, noise_std, noise_rng, sensitivity=sensitivity)
     if plan.project_output:
         coef = project_to_ball(coef, problem.radius)
     info = {
@@ -466,6 +467,7 @@ class OutputPerturbationSGD:
     project_output: bool = True
 
     requires_smooth_loss = False  # Thm 7 needs alpha-Hoelder gradients only (alpha = 0: Lipschitz loss)
+    grid_releases = True  # every noise draw is one release of a point: a grid release in secure mode (skdpsco._secure)
 
     def __post_init__(self):
         _check_schedule_options(self.max_steps, self.step_scale)

@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._secure import noisy_release
 from ..accounting import gaussian_event, gaussian_noise_multiplier
-from . import _core
 from ._core import SolverResult, iter_batches, margin_gradient, order_and_noise_rng, project_to_ball, projected_noisy_sgd
 from .erm import certified_iterations, certified_minimize
 
@@ -431,13 +431,14 @@ def _release_phases(
 
     The noise is drawn by :func:`skdpsco.solvers._core.release_noise` from
     :func:`~skdpsco.solvers._core.gaussian_noise`, the one noise source (looked up on the module at
-    call time, so tests can weaken and observe it).
+    call time, so tests can weaken and observe it), through :func:`skdpsco._secure.noisy_release`
+    (on a grid with discrete noise in secure mode).
     """
     w = np.array(w0, dtype=float)
     for i, (X_block, y_block) in enumerate(blocks):
         start = project_to_ball(w, radius)
         value = solve(i, start, X_block, y_block)
-        w = value + _core.release_noise(value, plan.noise_stds[i], noise_rng)
+        w = noisy_release(value, plan.noise_stds[i], noise_rng, sensitivity=plan.sensitivities[i])
     return project_to_ball(w, radius)
 
 
@@ -572,6 +573,7 @@ class PhasedSGD:
 
     requires_smooth_loss = True  # 2 L eta sensitivity / certified ERM need a smooth loss
     shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
+    grid_releases = True  # every noise draw is one release of a point: a grid release in secure mode (skdpsco._secure)
 
     average: bool = False
     step_scale: float = 1.0
@@ -602,6 +604,7 @@ class PhasedERM:
 
     requires_smooth_loss = True  # 2 L eta sensitivity / certified ERM need a smooth loss
     shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
+    grid_releases = True  # every noise draw is one release of a point: a grid release in secure mode (skdpsco._secure)
 
     step_scale: float = 1.0
 
@@ -629,6 +632,7 @@ class StronglyConvexPhasedSGD:
 
     requires_smooth_loss = True  # 2 L eta sensitivity / certified ERM need a smooth loss
     shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
+    grid_releases = True  # every noise draw is one release of a point: a grid release in secure mode (skdpsco._secure)
 
     average: bool = False
 

@@ -1,0 +1,268 @@
+"""Secure mode (issue 17): the OS-CSPRNG bit generator, the refusal of seeds, the exact discrete
+samplers (CKS20), the grid releases and their accounting, and a privacy audit with it on."""
+
+import math
+import os
+import pickle
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+from scipy import stats
+
+import skdpsco
+from skdpsco import DPLogisticRegression, DPSearchCV, DPStandardScaler, PrivacyAccountant
+from skdpsco import _secure
+from skdpsco._osrandom import OSRandom
+from skdpsco.accounting import FailureProbabilityDpEvent, epsilon_of, gaussian_event, pure_dp_event, zcdp_event
+from skdpsco.linear_model import PrivacyWarning
+from skdpsco.location import inverse_sensitivity_location
+from skdpsco.solvers import _core, growth
+
+
+@pytest.fixture
+def secure_mode():
+    with skdpsco.config_context(secure_noise=True):
+        yield
+
+
+def _rows(n=400, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, (X @ np.arange(1, d + 1) > 0).astype(int)
+
+
+# -- configuration ------------------------------------------------------------------------------
+def test_config_context_sets_and_restores_secure_noise():
+    assert skdpsco.get_config() == {"secure_noise": False}
+    with skdpsco.config_context(secure_noise=True):
+        assert skdpsco.get_config()["secure_noise"] is True
+        with pytest.raises(RuntimeError):
+            with skdpsco.config_context(secure_noise=False):
+                assert not skdpsco.get_config()["secure_noise"]
+                raise RuntimeError
+        assert skdpsco.get_config()["secure_noise"] is True
+    assert skdpsco.get_config()["secure_noise"] is False
+    skdpsco.set_config(secure_noise=True)
+    try:
+        assert _secure.secure_mode()
+    finally:
+        skdpsco.set_config(secure_noise=False)
+    with pytest.raises(ValueError, match="secure_noise"):
+        skdpsco.set_config(secure_noise="yes")
+
+
+# -- the bit generator --------------------------------------------------------------------------
+def test_osrandom_has_no_state_and_copies_are_fresh_streams():
+    rng = _secure.secure_generator()
+    with pytest.raises(TypeError, match="no state"):
+        rng.bit_generator.state
+    copy = pickle.loads(pickle.dumps(rng))
+    assert isinstance(copy.bit_generator, OSRandom)
+    a, b = rng.random(8), copy.random(8)
+    assert not np.array_equal(a, b)
+    children = rng.spawn(2)
+    assert all(isinstance(c.bit_generator, OSRandom) for c in children)
+    assert not np.array_equal(children[0].random(8), children[1].random(8))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_osrandom_forked_child_does_not_repeat_the_parents_words():
+    rng = _secure.secure_generator()
+    rng.random()  # a block is buffered: a seeded or buffered stream would continue in the child
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        os.write(write, rng.random(4).tobytes())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = np.frombuffer(os.read(read, 32))
+    assert not np.array_equal(child, rng.random(4))
+
+
+def test_secure_draws_have_the_right_distributions():
+    rng = _secure.secure_generator()
+    assert stats.kstest(rng.random(20_000), "uniform").pvalue > 1e-4
+    assert stats.kstest(_core.gaussian_noise(rng, 2.0, (20_000,)), "norm", args=(0.0, 2.0)).pvalue > 1e-4
+    assert stats.kstest(growth.laplace_noise(rng, 0.5, (20_000,)), "laplace", args=(0.0, 0.5)).pvalue > 1e-4
+
+
+# -- seeds refused, noise not reproducible ------------------------------------------------------
+@pytest.mark.parametrize(
+    "fit",
+    [
+        lambda X, y: DPLogisticRegression(classes=[0, 1], random_state=0).fit(X, y),
+        lambda X, y: DPStandardScaler(feature_bounds=(-3.0, 3.0), random_state=np.random.RandomState(0)).fit(X),
+        lambda X, y: DPSearchCV(DPLogisticRegression(classes=[0, 1]), {"alpha": [0.0, 0.1]}, random_state=1).fit(X, y),
+        lambda X, y: inverse_sensitivity_location(X[:, 0], 1.0, (-3.0, 3.0), random_state=np.random.default_rng(0)),
+    ],
+)
+def test_secure_mode_refuses_a_seed(secure_mode, fit):
+    X, y = _rows()
+    accountant = PrivacyAccountant()
+    skdpsco.set_accountant(accountant)
+    try:
+        with pytest.raises(ValueError, match=r"random_state=.* refused in secure mode"):
+            fit(X, y)
+    finally:
+        skdpsco.set_accountant(PrivacyAccountant())
+    assert not accountant.history  # refused before anything is charged
+
+
+def test_secure_fits_are_not_reproducible_and_draw_from_the_os(secure_mode, monkeypatch):
+    X, y = _rows()
+    generators = []
+    draw = _core.gaussian_noise
+    monkeypatch.setattr(_core, "gaussian_noise", lambda rng, std, shape: generators.append(rng) or draw(rng, std, shape))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        first = DPLogisticRegression(classes=[0, 1]).fit(X, y)
+        second = DPLogisticRegression(classes=[0, 1]).fit(X, y)
+    assert first.algorithm_ == "noisy_gd"  # the compiled loop takes its noise from gaussian_noise
+    assert generators and all(_secure.is_secure(rng) for rng in generators)
+    assert not np.array_equal(first.coef_, second.coef_)
+    assert first.epsilon_ <= 1.0
+
+
+# -- the exact samplers (CKS20 Algorithms 1-3) --------------------------------------------------
+def _chi_square_pvalue(draws, support, pmf):
+    draws = np.asarray(draws, dtype=np.int64)
+    observed = np.array([(draws == k).sum() for k in support] + [(~np.isin(draws, support)).sum()])
+    expected = np.append(pmf, max(1.0 - pmf.sum(), 0.0)) * draws.size
+    keep = expected > 5
+    observed = np.append(observed[keep], observed[~keep].sum())
+    expected = np.append(expected[keep], expected[~keep].sum())
+    keep = expected > 0
+    return stats.chisquare(observed[keep], expected[keep] * observed[keep].sum() / expected[keep].sum()).pvalue
+
+
+@pytest.mark.parametrize("sigma", [0.6, 1.5, 4.0])
+def test_discrete_gaussian_matches_its_pmf(sigma):
+    draws = _secure.discrete_gaussian_noise(np.random.default_rng(3), sigma, (20_000,))
+    support = np.arange(-int(8 * sigma) - 2, int(8 * sigma) + 3)
+    weights = np.exp(-support.astype(float) ** 2 / (2 * sigma**2))
+    assert _chi_square_pvalue(draws, support, weights / weights.sum()) > 1e-4
+
+
+def test_discrete_gaussian_chi_square_catches_a_wrong_sigma():
+    draws = _secure.discrete_gaussian_noise(np.random.default_rng(3), 1.5 * 1.1, (20_000,))
+    support = np.arange(-14, 15)
+    weights = np.exp(-support.astype(float) ** 2 / (2 * 1.5**2))
+    assert _chi_square_pvalue(draws, support, weights / weights.sum()) < 1e-4
+
+
+@pytest.mark.parametrize("scale", [0.7, 3.0])
+def test_discrete_laplace_matches_its_pmf(scale):
+    draws = _secure.discrete_laplace_noise(np.random.default_rng(4), scale, (20_000,))
+    support = np.arange(-int(12 * scale) - 2, int(12 * scale) + 3)
+    weights = np.exp(-np.abs(support) / scale)
+    assert _chi_square_pvalue(draws, support, weights / weights.sum()) > 1e-4
+
+
+def test_bernoulli_exp_is_exact_on_both_branches():
+    bits = _secure._Bits(np.random.default_rng(5))
+    for numerator, denominator in [(1, 3), (1, 1), (7, 2)]:
+        hits = sum(_secure._bernoulli_exp(bits, numerator, denominator) for _ in range(40_000))
+        p = math.exp(-numerator / denominator)
+        assert abs(hits / 40_000 - p) < 5 * math.sqrt(p * (1 - p) / 40_000)
+
+
+# -- the grid release and its accounting --------------------------------------------------------
+@pytest.mark.parametrize("laplace", [False, True])
+@pytest.mark.parametrize("sensitivity, sigma, d", [(1.0, 3.0, 1), (2.0, 0.05, 7), (math.sqrt(2.0), 40.0, 81)])
+def test_grid_release_meets_the_planned_guarantee(laplace, sensitivity, sigma, d):
+    """The integer query's sensitivity ``Delta / gamma + sqrt(d)`` (``+ d`` in l1) over the
+    discrete noise scale is at most the planned ``Delta / sigma``."""
+    gamma = _secure._grid_step(sensitivity, d if laplace else math.sqrt(d))
+    assert math.log2(gamma) == int(math.log2(gamma))
+    noise = sigma * (1.0 + 2.0**-_secure.GRID_BITS) / gamma
+    integer_sensitivity = sensitivity / gamma + (d if laplace else math.sqrt(d))
+    assert integer_sensitivity / noise <= sensitivity / sigma
+
+
+def test_grid_release_is_on_the_grid_and_blind_to_the_values_low_bits():
+    value = np.array([0.3, -1.7, 12.25])
+    sensitivity, sigma = 1.0, 0.5
+    gamma = _secure._grid_step(sensitivity, math.sqrt(value.size))
+    released = _secure.grid_release(value, sigma, sensitivity, np.random.default_rng(6))
+    steps = released / gamma
+    np.testing.assert_array_equal(steps, np.round(steps))
+    # a value that differs below the grid (same rounding) gives the same release for the same bits:
+    # nothing of the value's low-order bits reaches the output (Mironov 2012's attack reads them)
+    nudged = value + gamma * np.array([0.1, -0.2, 0.3])
+    np.testing.assert_array_equal(_secure.grid_release(nudged, sigma, sensitivity, np.random.default_rng(6)), released)
+    assert np.std(_secure.grid_release(np.zeros(20_000), sigma, sensitivity, np.random.default_rng(7))) == pytest.approx(
+        sigma, rel=0.03
+    )
+
+
+def test_noisy_release_outside_secure_mode_is_the_old_release():
+    value = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(
+        _secure.noisy_release(value, 0.3, np.random.default_rng(8), sensitivity=1.0),
+        value + _core.release_noise(value, 0.3, np.random.default_rng(8)),
+    )
+
+
+def test_secure_event_is_zcdp_of_the_same_rho():
+    z = 2.5
+    event = dp_accounting.ComposedDpEvent([
+        gaussian_event(z, 1.0), dp_accounting.SelfComposedDpEvent(gaussian_event(2 * z, 1.0), 3), pure_dp_event(0.5),
+    ])
+    converted = _secure.secure_event(event)
+    assert converted.events[0] == zcdp_event(1 / (2 * z**2))
+    assert converted.events[1] == dp_accounting.SelfComposedDpEvent(zcdp_event(1 / (8 * z**2)), 3)
+    assert converted.events[2] == pure_dp_event(0.5)
+    # the zCDP reading is never tighter than the continuous Gaussian's exact curve
+    assert epsilon_of(converted, 1e-6) >= epsilon_of(event, 1e-6)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},  # default: feature scaling (grid releases) + noisy GD
+    {"algorithm": "output_perturbation", "feature_scaling": None, "data_norm": 3.0},  # a grid solver alone
+    {"algorithm": "localization", "feature_scaling": None, "data_norm": 3.0, "delta": 0.0},  # discrete Laplace
+])
+def test_secure_fits_account_their_grid_releases_within_the_budget(secure_mode, kwargs):
+    X, y = _rows(n=600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        model = DPLogisticRegression(classes=[0, 1], epsilon=1.0, accountant=PrivacyAccountant(), **kwargs).fit(X, y)
+    assert model.epsilon_ <= 1.0
+    leaves = []
+
+    def collect(event):
+        if isinstance(event, dp_accounting.ComposedDpEvent):
+            for part in event.events:
+                collect(part)
+        elif isinstance(event, (dp_accounting.SelfComposedDpEvent, FailureProbabilityDpEvent)):
+            collect(event.event)
+        else:
+            leaves.append(type(event).__name__)
+
+    collect(model.dp_event_)
+    if kwargs.get("delta") == 0.0:
+        assert set(leaves) == {"RandomizedResponseDpEvent"}  # the discrete Laplace meets the planned pure epsilon
+    else:
+        assert "ZCDpEvent" in leaves  # the grid releases: zCDP, not the Gaussian PLD
+        assert model.epsilon_ >= 0.99  # the calibration spends the budget under that accounting
+
+
+def test_secure_scaler_and_search_fit(secure_mode):
+    X, y = _rows(n=300)
+    scaler = DPStandardScaler(feature_bounds=(-3.0, 3.0), accountant=PrivacyAccountant()).fit(X)
+    assert scaler.epsilon_ <= 1.0 and isinstance(scaler.dp_event_, dp_accounting.SelfComposedDpEvent)
+    assert isinstance(scaler.dp_event_.event, dp_accounting.ZCDpEvent)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        search = DPSearchCV(DPLogisticRegression(classes=[0, 1]), {"alpha": [0.0, 0.1]}, n_iter=2.0,
+                            accountant=PrivacyAccountant()).fit(X, y)
+    assert search.best_estimator_.random_state is None
+
+
+# -- black-box audit with secure mode on --------------------------------------------------------
+@pytest.mark.slow
+def test_scaler_audit_passes_in_secure_mode():
+    from tests._audits import check_audit
+
+    check_audit("scaler_secure")
