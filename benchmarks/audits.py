@@ -79,7 +79,7 @@ from skdpsco.linear_model._base import PrivacyWarning, _pure_epsilon
 from skdpsco.linear_model._bounds import plan_bound, release_bound
 from skdpsco.linear_model._scaling import MAGNITUDE_THRESHOLD
 from skdpsco.location import inverse_sensitivity_location
-from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss
+from skdpsco.losses import HingeLoss, HuberLoss
 from skdpsco.model_selection import RandomTrials, calibrate_trial_rho, noisy_mean_score, select_best
 from skdpsco.preprocessing import DPStandardScaler
 from skdpsco.smoothing import smooth
@@ -87,7 +87,6 @@ from skdpsco.solvers import Problem
 from skdpsco.solvers.ftrl import PrivateFTRL
 from skdpsco.solvers.growth import EpochGrowth, Localization
 from skdpsco.solvers.holder import GradientPerturbationSGD, OutputPerturbationSGD, run_output_perturbation
-from skdpsco.solvers.newton import PrivateNewton
 from skdpsco.solvers.noisy_gd import NoisyGD
 from skdpsco.solvers.objective import ObjectivePerturbation
 from skdpsco.solvers.phased import PhasedERM, PhasedSGD, StronglyConvexPhasedSGD
@@ -378,25 +377,6 @@ def noisy_gd(n_steps: int, step: float, epsilon: float, analysis: str) -> Setup:
 
     X = np.array([[1.0], [0.0]])
     return Setup(run, (X, np.array([1.0, 1.0])), (X, np.array([-1.0, 1.0])), _claim(plan.dp_event, AUDIT_DELTA), AUDIT_DELTA)
-
-
-def newton(epsilon: float = 2.0, hessian_share: float = 0.01) -> Setup:
-    """Private Newton, one step from ``w = 0`` on one row (``p = 1``, logistic), label flip at the
-    row bound: the gradient release moves by ``|phi'(0)| 2 = 1``, and ``radius = 0.1`` makes the
-    charged ``2 L = 2 sigmoid(0.1)`` only 5 % more. The curvature floor (``floor_factor = 100``) is
-    far above every noisy Hessian, so the release ``-g_1 / floor`` is the gradient's Gaussian
-    mechanism itself, inside the ball; the Hessian, the same on both datasets, gets 1 % of the
-    budget (its sensitivity is tested against neighbours in ``tests/test_newton.py``)."""
-    radius = 0.1
-    loss = LogisticLoss()
-    problem = Problem(1, (1,), loss, loss.constants(1.0, radius), radius, epsilon, AUDIT_DELTA)
-    solver = PrivateNewton(n_steps=1, hessian_share=hessian_share, floor_factor=100.0)
-    plan = solver.plan(problem)
-
-    def run(label, seed):
-        return solver.run(plan, np.ones((1, 1)), np.array([label]), problem, np.random.default_rng(seed)).coef[0]
-
-    return Setup(run, 1.0, -1.0, _claim(plan.dp_event, AUDIT_DELTA), AUDIT_DELTA)
 
 
 def ftrl(solver, n_rows: int = 1, epsilon: float = 1.0) -> Setup:
@@ -849,9 +829,6 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
           lambda: noisy_gd(20, 1.0, 2.0, "last_iterate"), 2000, factor=4.0,
           note="the shifted-Renyi bound charges a shift of the diameter through k* steps; the release "
                "shows 0.39 of the claimed mu"),
-    Audit("newton", "private Newton, one step, n = 1, 1 % of the budget on the Hessian, epsilon = 2",
-          "the only row, x = 1, label flip; radius 0.1 (2 L = 1.05), curvature floor above every noisy Hessian",
-          newton, 2000),
     Audit("ftrl_sgd", "private FTRL, R^d case (noisy SGD), n = 1, epsilon = 2",
           "the only row, hinge x = 1, label flip: clipped gradients -+C", lambda: ftrl(PrivateFTRL(None, clip_norm=0.5), 1, 2.0),
           4000, note=_FTRL),
