@@ -26,7 +26,9 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import sqlite3
 import statistics
+import tempfile
 import time
 from functools import lru_cache, partial
 from pathlib import Path
@@ -104,52 +106,76 @@ def _charge(ledger: PrivacyAccountant, event) -> None:
     ledger.charge(event, estimator="benchmark", params={}, epsilon=1.0, delta=1e-6)
 
 
+def _time_charges(ledger: PrivacyAccountant, event) -> float:
+    """Median seconds of ``REPEATS`` budget checks and records of ``event`` on copies of ``ledger``
+    (in memory), or on ``ledger`` itself (a file: consecutive fits ``k`` to ``k + REPEATS - 1``)."""
+    seconds = []
+    for _ in range(REPEATS):
+        budgeted = copy.deepcopy(ledger) if ledger.path is None else ledger
+        budgeted.epsilon, budgeted.delta = 1e9, DELTA  # the budget check of the k-th fit
+        started = time.perf_counter()
+        _charge(budgeted, event)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
+def _file_copy(path: Path, to: Path) -> Path:
+    with sqlite3.connect(path) as source, sqlite3.connect(to) as copy_:
+        source.backup(copy_)
+    return to
+
+
 def measure(history: list, sizes=SIZES) -> list[dict]:
-    """One row per size ``k``: the ``k``-th fit's charge against ``k - 1`` recorded fits."""
+    """One row per size ``k``: the ``k``-th fit's charge against ``k - 1`` recorded fits, in memory
+    and in a ledger file."""
     rows = []
     ledger = PrivacyAccountant()  # no budget: recording costs no conversion
-    for k in sizes:
-        for event in history[len(ledger.history):k - 1]:
-            _charge(ledger, event)
-        seconds = []
-        for _ in range(REPEATS):
+    with tempfile.TemporaryDirectory() as directory:
+        file_ledger = PrivacyAccountant(path=Path(directory) / "ledger.sqlite")
+        for k in sizes:
+            for event in history[len(ledger.history):k - 1]:
+                _charge(ledger, event)
+                _charge(file_ledger, event)
+            charge_seconds = _time_charges(ledger, history[k - 1])
             budgeted = copy.deepcopy(ledger)
-            budgeted.epsilon, budgeted.delta = 1e9, DELTA  # the budget check of the k-th fit
-            started = time.perf_counter()
             _charge(budgeted, history[k - 1])
-            seconds.append(time.perf_counter() - started)
-        incremental = budgeted.spent()[0]
-        unbudgeted = copy.deepcopy(ledger)
-        _charge(unbudgeted, history[k - 1])
-        started = time.perf_counter()
-        unbudgeted.spent()
-        spent_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        scratch = epsilon_of(dp_accounting.ComposedDpEvent(list(history[:k])), DELTA)
-        scratch_seconds = time.perf_counter() - started
-        difference = 0.0 if incremental == scratch else abs(incremental - scratch)
-        rows.append({
-            "fits": k, "charge_ms": 1e3 * statistics.median(seconds), "spent_ms": 1e3 * spent_seconds,
-            "scratch_ms": 1e3 * scratch_seconds, "epsilon": incremental, "difference": difference,
-            "held": len(budgeted._composition.event().events),
-        })
-        print(f"  {k} fits: charge {rows[-1]['charge_ms']:.2f} ms, spent {rows[-1]['spent_ms']:.2f} ms, "
-              f"from scratch {rows[-1]['scratch_ms']:.0f} ms, epsilon {incremental:.6g} (diff {difference:.1e})",
-              flush=True)
+            unbudgeted_spent = time.perf_counter()
+            budgeted.spent()  # no budget: at the summed delta, computed
+            spent_seconds = time.perf_counter() - unbudgeted_spent
+            incremental = budgeted.spent(DELTA)[0]
+            reading = time.perf_counter()
+            reader = PrivacyAccountant(path=_file_copy(file_ledger.path, Path(directory) / f"copy{k}.sqlite"))
+            assert len(reader.history) == k - 1
+            read_seconds = time.perf_counter() - reading
+            file_seconds = _time_charges(reader, history[k - 1])
+            started = time.perf_counter()
+            scratch = epsilon_of(dp_accounting.ComposedDpEvent(list(history[:k])), DELTA)
+            scratch_seconds = time.perf_counter() - started
+            difference = 0.0 if incremental == scratch else abs(incremental - scratch)
+            rows.append({
+                "fits": k, "charge_ms": 1e3 * charge_seconds, "spent_ms": 1e3 * spent_seconds,
+                "file_charge_ms": 1e3 * file_seconds, "file_read_ms": 1e3 * read_seconds,
+                "scratch_ms": 1e3 * scratch_seconds, "epsilon": incremental, "difference": difference,
+                "held": len(budgeted._composition.event().events),
+            })
+            print(f"  {k} fits: charge {rows[-1]['charge_ms']:.2f} ms (file {rows[-1]['file_charge_ms']:.2f} ms), "
+                  f"spent {rows[-1]['spent_ms']:.2f} ms, from scratch {rows[-1]['scratch_ms']:.0f} ms, "
+                  f"epsilon {incremental:.6g} (diff {difference:.1e})", flush=True)
     return rows
 
 
 def table(results: dict) -> str:
     lines = [
-        f"| history | fits | charge (ms) | `spent()` (ms) | `epsilon_of` of the whole history (ms) | ε at δ = {DELTA:g} "
-        "| \\|Δε\\| | events held |",
-        "|---|---|---|---|---|---|---|---|",
+        "| history | fits | charge (ms) | `spent()` (ms) | charge, ledger file (ms) | open and read the file (ms) "
+        f"| `epsilon_of` of the whole history (ms) | ε at δ = {DELTA:g} | \\|Δε\\| | events held |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, rows in results.items():
         for row in rows:
             lines.append(
-                f"| {name} | {row['fits']} | {row['charge_ms']:.2f} | {row['spent_ms']:.2f} | {row['scratch_ms']:.0f} "
-                f"| {row['epsilon']:.6g} | {row['difference']:.1e} | {row['held']} |"
+                f"| {name} | {row['fits']} | {row['charge_ms']:.2f} | {row['spent_ms']:.2f} | {row['file_charge_ms']:.2f} "
+                f"| {row['file_read_ms']:.0f} | {row['scratch_ms']:.0f} | {row['epsilon']:.6g} | {row['difference']:.1e} "
+                f"| {row['held']} |"
             )
     return "\n".join(lines)
 
@@ -163,8 +189,10 @@ def run(names, sizes=SIZES) -> str:
     return (
         "# The ledger's cost per fit against its history\n\n"
         "Written by `python -m benchmarks.ledger`. For a ledger holding k − 1 fits: the k-th fit's budget check "
-        f"and record (`charge`, median of {REPEATS}), `spent()` of a ledger without budget (at the summed δ, "
-        "never remembered), and `epsilon_of` of the whole history (what every check cost before the ledger kept "
+        f"and record (`charge`, median of {REPEATS}), in memory and in a ledger file (`PrivacyAccountant(path=...)`: "
+        "one SQLite transaction, synchronous=FULL, committed to disk); `spent()` of a ledger without budget (at the "
+        "summed δ, never remembered); a new ledger on the file reading its k − 1 rows; "
+        "and `epsilon_of` of the whole history (what every check cost before the ledger kept "
         "a running composition; today's `epsilon_of`, which remembers the RDP of numerically evaluated leaves); "
         "\\|Δε\\| between the two epsilons; events held: the size of the running composition.\n\n"
         "Machine: " + json.dumps(machine_info()) + "\n\n" + table(results) + "\n"

@@ -128,6 +128,6 @@ def test_ledger_harness_times_the_charge_and_checks_the_running_epsilon(tmp_path
         ("Gaussian + randomized response", 2), ("Gaussian + randomized response", 5),
     ]
     for row in rows:
-        charge_ms, epsilon, difference = float(row[2]), float(row[5]), float(row[6])
-        assert charge_ms > 0 and epsilon > 0 and difference <= 1e-9 * epsilon
-    assert [int(row[7]) for row in rows] == [1, 1, 5, 5]  # one Gaussian; and four randomized responses
+        charge_ms, file_ms, epsilon, difference = float(row[2]), float(row[4]), float(row[7]), float(row[8])
+        assert charge_ms > 0 and file_ms > 0 and epsilon > 0 and difference <= 1e-9 * epsilon
+    assert [int(row[9]) for row in rows] == [1, 1, 5, 5]  # one Gaussian; and four randomized responses
