@@ -74,6 +74,7 @@ from ._osrandom import OSRandom
 
 __all__ = [
     "GRID_BITS",
+    "VARIANCE_BITS",
     "check_random_state_unset",
     "discrete_gaussian_noise",
     "discrete_laplace_noise",
@@ -89,6 +90,11 @@ GRID_BITS = 20
 """The grid step is ``2**-(GRID_BITS + 1)`` of the sensitivity per coordinate (module docstring):
 the noise is ``1 + 2**-20`` times the planned noise (a millionth), and the rounding to the grid
 is a millionth of the noise, far below any statistical use of the release."""
+
+
+VARIANCE_BITS = 10
+"""The discrete Gaussian's variance is rounded up to a multiple of ``2**-10``
+(:func:`discrete_gaussian_noise`)."""
 
 
 def secure_mode(secure_noise: bool | None = None) -> bool:
@@ -126,20 +132,27 @@ def check_random_state_unset(random_state, owner: str = "random_state") -> None:
 
 # -- exact samplers (CKS20 §5), integer arithmetic on the generator's bits -------------------
 class _Bits:
-    """Uniform integers from the bits of a numpy Generator (``rng.bytes``), read in blocks."""
+    """Uniform integers from the bits of a numpy Generator (``rng.bytes``), read in blocks of
+    64-bit words: a draw of ``k`` bits takes ``ceil(k / 64)`` fresh words and keeps their low ``k``
+    bits (uniform and independent of every other draw)."""
 
-    def __init__(self, rng: np.random.Generator, block: int = 4096):
+    def __init__(self, rng: np.random.Generator, block: int = 512):
         self._rng, self._block = rng, block
-        self._pool, self._count = 0, 0
+        self._words, self._next = [], 0
+
+    def _word(self) -> int:
+        if self._next == len(self._words):
+            self._words = np.frombuffer(self._rng.bytes(8 * self._block), dtype=np.uint64).tolist()
+            self._next = 0
+        self._next += 1
+        return self._words[self._next - 1]
 
     def bits(self, k: int) -> int:
-        while self._count < k:
-            self._pool |= int.from_bytes(self._rng.bytes(self._block), "little") << self._count
-            self._count += 8 * self._block
-        value = self._pool & ((1 << k) - 1)
-        self._pool >>= k
-        self._count -= k
-        return value
+        value, have = 0, 0
+        while have < k:
+            value |= self._word() << have
+            have += 64
+        return value & ((1 << k) - 1)
 
     def below(self, m: int) -> int:
         """Uniform on ``{0, ..., m - 1}``: rejection sampling on ``bit_length(m - 1)`` bits (exact)."""
@@ -205,16 +218,19 @@ def _discrete_gaussian(bits: _Bits, a: int, b: int) -> int:
 
 def discrete_gaussian_noise(rng: np.random.Generator, std: float, shape: tuple) -> np.ndarray:
     """The draw point of discrete Gaussian noise: ``shape`` independent exact draws of
-    ``N_Z(0, std**2)`` (``std**2`` taken as the exact rational value of the float), as an
-    integer array (``object`` dtype: Python ints, exact whatever their size).
+    ``N_Z(0, s**2)``, ``s**2`` the float ``std**2`` rounded up to a multiple of
+    ``2**-VARIANCE_BITS`` (``s >= std``), as an integer array (``object`` dtype: Python ints, exact
+    whatever their size).
 
     The privacy audits weaken it like :func:`skdpsco.solvers._core.gaussian_noise` (the
     ``'gaussian'`` kind of ``benchmarks/audits.py``'s ``weakened``).
     """
-    variance = Fraction(float(std)) ** 2
-    if variance <= 0:
+    if not float(std) > 0:
         raise ValueError(f"std must be positive; got {std!r}.")
-    return _exact_draws(rng, shape, _discrete_gaussian, variance.numerator, variance.denominator)
+    # std**2 rounded up to a multiple of 2**-VARIANCE_BITS: more noise, never less, and integers
+    # of a few words in the sampler's exact arithmetic
+    scaled = math.ceil(Fraction(float(std)) ** 2 * 2**VARIANCE_BITS)
+    return _exact_draws(rng, shape, _discrete_gaussian, scaled, 2**VARIANCE_BITS)
 
 
 def discrete_laplace_noise(rng: np.random.Generator, scale: float, shape: tuple) -> np.ndarray:
@@ -302,7 +318,9 @@ def secure_event(event):
     every :class:`~dp_accounting.GaussianDpEvent` ``z`` (``sigma / Delta``) becomes the
     :class:`~dp_accounting.ZCDpEvent` of the same ``rho = 1 / (2 z**2)`` (CKS20 Thm 4 / 14),
     through compositions and failure-probability wrappers; every other event is kept (pure-DP
-    events hold as planned for the discrete Laplace)."""
+    events hold as planned for the discrete Laplace). Also valid for a continuous Gaussian (its
+    Renyi curve is that ``rho``'s): a fit with grid releases converts all its Gaussians, which
+    costs nothing under the RDP conversion such a fit gets anyway."""
     from .accounting import FailureProbabilityDpEvent, zcdp_event
 
     if isinstance(event, dp_accounting.GaussianDpEvent):

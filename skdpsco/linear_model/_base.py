@@ -358,20 +358,23 @@ class BaseDPLinearModel(BaseEstimator):
         releases = [plan.dp_event for plan in bounds.values()] + ([] if scaling is None else [scaling.dp_event])
         # In secure mode the bounds, the scaling and the single-release solvers release on a grid
         # with discrete Gaussian noise: zCDP of the planned rho (CKS20 Thm 4 / 14), not the
-        # continuous Gaussian's exact curve (:func:`skdpsco._secure.secure_event`).
-        grid_solver = secure and getattr(solver, "grid_releases", False)
-        if secure:
+        # continuous Gaussian's exact curve (:func:`skdpsco._secure.secure_event`). The whole fit
+        # is then converted by RDP, where a continuous Gaussian and the zCDP event of its rho have
+        # the same curve: every Gaussian of the fit becomes that event (the calibration's RDP
+        # conversions are then closed forms instead of dp-accounting's per-order Gaussian sums).
+        as_zcdp = secure and (bool(releases) or getattr(solver, "grid_releases", False))
+        if as_zcdp:
             releases = [secure_event(release) for release in releases]
 
         def fit_event(task_epsilon: float):
             solver_event = plan_for(task_epsilon)[1].dp_event
-            event = _composed(secure_event(solver_event) if grid_solver else solver_event, len(tasks))
+            event = _composed(secure_event(solver_event) if as_zcdp else solver_event, len(tasks))
             return dp_accounting.ComposedDpEvent([*releases, event]) if releases else event
 
         if pure:  # basic composition is exact for pure DP (:func:`_pure_epsilon`)
             releases_epsilon = sum(_pure_epsilon(release) for release in releases)
             task_epsilon = (float(self.epsilon) - releases_epsilon) / len(tasks)
-        elif len(tasks) == 1 and not releases and not grid_solver:
+        elif len(tasks) == 1 and not releases and not as_zcdp:
             task_epsilon = float(self.epsilon)
         else:
             task_epsilon = self._task_epsilon_guess(len(tasks), self._releases_share(row_bound))
