@@ -8,6 +8,7 @@ accountant built on ``dp-accounting``.
 from ._config import config_context, get_config, set_config
 from .accounting import (
     BudgetExceededError,
+    LedgerProcessError,
     PrivacyAccountant,
     get_accountant,
     set_accountant,
@@ -26,6 +27,7 @@ __all__ = [
     "DPLpRegression",
     "DPSearchCV",
     "DPStandardScaler",
+    "LedgerProcessError",
     "PrivacyAccountant",
     "PrivacyWarning",
     "config_context",
