@@ -79,7 +79,7 @@ from skdpsco.linear_model._base import PrivacyWarning, _pure_epsilon
 from skdpsco.linear_model._bounds import plan_bound, release_bound
 from skdpsco.linear_model._scaling import MAGNITUDE_THRESHOLD
 from skdpsco.location import inverse_sensitivity_location
-from skdpsco.losses import HingeLoss, HuberLoss
+from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss
 from skdpsco.model_selection import RandomTrials, calibrate_trial_rho, noisy_mean_score, select_best
 from skdpsco.preprocessing import DPStandardScaler
 from skdpsco.smoothing import smooth
@@ -87,6 +87,7 @@ from skdpsco.solvers import Problem
 from skdpsco.solvers.ftrl import PrivateFTRL
 from skdpsco.solvers.growth import EpochGrowth, Localization
 from skdpsco.solvers.holder import GradientPerturbationSGD, OutputPerturbationSGD, run_output_perturbation
+from skdpsco.solvers.newton import PrivateNewton
 from skdpsco.solvers.noisy_gd import NoisyGD
 from skdpsco.solvers.objective import ObjectivePerturbation
 from skdpsco.solvers.phased import PhasedERM, PhasedSGD, StronglyConvexPhasedSGD
@@ -379,6 +380,25 @@ def noisy_gd(n_steps: int, step: float, epsilon: float, analysis: str) -> Setup:
     return Setup(run, (X, np.array([1.0, 1.0])), (X, np.array([-1.0, 1.0])), _claim(plan.dp_event, AUDIT_DELTA), AUDIT_DELTA)
 
 
+def newton(epsilon: float = 2.0, hessian_share: float = 0.01) -> Setup:
+    """Private Newton, one step from ``w = 0`` on one row (``p = 1``, logistic), label flip at the
+    row bound: the gradient release moves by ``|phi'(0)| 2 = 1``, and ``radius = 0.1`` makes the
+    charged ``2 L = 2 sigmoid(0.1)`` only 5 % more. The curvature floor (``floor_factor = 100``) is
+    far above every noisy Hessian, so the release ``-g_1 / floor`` is the gradient's Gaussian
+    mechanism itself, inside the ball; the Hessian, the same on both datasets, gets 1 % of the
+    budget (its sensitivity is tested against neighbours in ``tests/test_newton.py``)."""
+    radius = 0.1
+    loss = LogisticLoss()
+    problem = Problem(1, (1,), loss, loss.constants(1.0, radius), radius, epsilon, AUDIT_DELTA)
+    solver = PrivateNewton(n_steps=1, hessian_share=hessian_share, floor_factor=100.0)
+    plan = solver.plan(problem)
+
+    def run(label, seed):
+        return solver.run(plan, np.ones((1, 1)), np.array([label]), problem, np.random.default_rng(seed)).coef[0]
+
+    return Setup(run, 1.0, -1.0, _claim(plan.dp_event, AUDIT_DELTA), AUDIT_DELTA)
+
+
 def ftrl(solver, n_rows: int = 1, epsilon: float = 1.0) -> Setup:
     """One row (n = 1: nothing but its own step's noise hides it), hinge loss, x = 1, labels +-1:
     the loss gradients -+1 are clipped to -+C, a difference of exactly 2C, and the release
@@ -657,31 +677,6 @@ def lad_regression(n: int = 21, epsilon: float = 1.0) -> Setup:
     return _estimator_setup(make, (X, y0), (X, -y0), lambda m: float(m.coef_[0]))
 
 
-def weighted_svm(n: int = 21, epsilon: float = 1.0, max_weight: float = 4.0) -> Setup:
-    """``DPHingeSVM(algorithm='auto')`` (noisy GD on the smoothed hinge, the numpy reference loop
-    that weighted rows run) with ``sample_weight``: the differing row ``x = 1`` carries the largest
-    weight, ``max_weight``, and flips its label; the ``n - 1`` others are ``x = 0`` (zero gradient
-    without intercept) with weights alternating 1 and 0. Its loss enters at ``c = max_weight /
-    max_weight = 1``, the full ``2 L`` the calibration charges; a calibration that ignores the
-    weight (the loss times ``max_weight``, as an unnormalised weight would give) moves the release
-    ``max_weight`` times further and is caught (``tests/test_sample_weight.py``)."""
-    D0, D1 = flipped_label(n)
-    weights = np.resize([1.0, 0.0], n)
-    weights[0] = max_weight
-
-    def run(dataset, seed):
-        model = DPHingeSVM(
-            epsilon=epsilon, delta=AUDIT_DELTA, radius=1.0, smoothing_width=SMOOTHING_WIDTH, fit_intercept=False,
-            classes=[-1.0, 1.0], max_weight=max_weight, random_state=seed, accountant=PrivacyAccountant(),
-            feature_scaling=None,
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PrivacyWarning)
-            return model.fit(*dataset, sample_weight=weights)
-
-    return Setup(run, D0, D1, float(run(D0, 0).epsilon_), AUDIT_DELTA, lambda m: float(m.coef_[0, 0]))
-
-
 def ledger_composition(n: int = 21, epsilons=(0.4, 0.4, 0.4)) -> Setup:
     """Several fits on the same rows (``DPHingeSVM`` 'auto', the neighbours of
     :func:`svm_auto_intercept` without intercept), recorded on one ``PrivacyAccountant``; the claim
@@ -854,6 +849,9 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
           lambda: noisy_gd(20, 1.0, 2.0, "last_iterate"), 2000, factor=4.0,
           note="the shifted-Renyi bound charges a shift of the diameter through k* steps; the release "
                "shows 0.39 of the claimed mu"),
+    Audit("newton", "private Newton, one step, n = 1, 1 % of the budget on the Hessian, epsilon = 2",
+          "the only row, x = 1, label flip; radius 0.1 (2 L = 1.05), curvature floor above every noisy Hessian",
+          newton, 2000),
     Audit("ftrl_sgd", "private FTRL, R^d case (noisy SGD), n = 1, epsilon = 2",
           "the only row, hinge x = 1, label flip: clipped gradients -+C", lambda: ftrl(PrivateFTRL(None, clip_norm=0.5), 1, 2.0),
           4000, note=_FTRL),
@@ -921,9 +919,6 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
     Audit("lad_regression", "DPLpRegression(p=1) ('auto' -> noisy GD on the smoothed absolute loss), n = 21, "
           "epsilon = 2", "row 0 x = 1, target +1 vs -1; other rows x = 0, y = 0", lambda: lad_regression(21, 2.0),
           3000, slow=True),
-    Audit("weighted_svm", "DPHingeSVM('auto' -> noisy GD, numpy reference loop) with sample_weight, max_weight = 4, "
-          "n = 21, epsilon = 2", "row 0 x = 1, weight 4 = max_weight, label flip; 20 rows x = 0, weights 1 and 0",
-          lambda: weighted_svm(21, 2.0, 4.0), 3000, slow=True),
     Audit("ledger_composition", "three DPHingeSVM fits (epsilon 1.2 each) on the same rows, one ledger; "
           "claim: spent()", "row 0 label flip; statistic: the sum of the three projections",
           lambda: ledger_composition(21, (1.2, 1.2, 1.2)), 2000, slow=True),

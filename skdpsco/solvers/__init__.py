@@ -12,18 +12,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..accounting import gaussian_noise_multiplier
 from ..defaults import MAX_NOISY_GD_STEPS
 from ._core import SolverResult, margin_gradient
 from .ftrl import PrivateFTRL
 from .growth import EpochGrowth, Localization
 from .holder import GradientPerturbationSGD, OutputPerturbationSGD
+from .newton import SUPPORTED_LOSSES as NEWTON_LOSSES
+from .newton import PrivateNewton
 from .noisy_gd import NoisyGD, plan_noisy_gd
 from .objective import ObjectivePerturbation
 from .phased import PhasedERM, PhasedSGD, StronglyConvexPhasedSGD
 from .pnsgd import PNSGD, MultiPassPNSGD, SkipPNSGD, StopPNSGD
 from .snowball import plan_snowball, run_snowball
 
-__all__ = ["ALGORITHMS", "Problem", "SolverResult", "WEIGHTED_ALGORITHMS", "select_algorithm"]
+__all__ = ["ALGORITHMS", "Problem", "SolverResult", "select_algorithm"]
 
 
 @dataclass(frozen=True)
@@ -126,39 +129,9 @@ ALGORITHMS = {
     "epoch_growth": EpochGrowth(),
     "noisy_gd": NoisyGD(),
     "objective_perturbation": ObjectivePerturbation(),
+    "newton": PrivateNewton(),
 }
 """Public ``algorithm=`` names and the solver each selects."""
-
-WEIGHTED_ALGORITHMS = frozenset({
-    "snowball", "snowball_constant", "pnsgd", "skip_pnsgd", "stop_pnsgd", "multipass_pnsgd",
-    "phased_sgd", "phased_erm", "strongly_convex", "output_perturbation", "gradient_perturbation",
-    "ftrl", "localization", "epoch_growth", "noisy_gd", "objective_perturbation",
-})
-"""The ``algorithm=`` names whose privacy analysis is verified for weighted rows
-(:class:`skdpsco.losses.WeightedLoss`: row ``i``'s loss times ``c_i`` in ``[0, 1]``, the estimators'
-``sample_weight / max_weight``); the estimators refuse weighted fits with any other algorithm.
-
-Each analysis below needs of a row's loss only properties that ``c f`` keeps for ``c`` in
-``[0, 1]``: convexity, the gradient bound ``L`` (so the replace-one change of a row's gradient is at
-most ``2 L``), the smoothness ``beta`` or Hoelder constant ``(alpha, H)`` (``c H <= H``), over every
-row of the public domain (``skdpsco.losses.WeightedLoss``):
-
-* amplification by iteration (``'snowball'``, ``'snowball_constant'``, the PNSGD family, the
-  last-iterate analysis of ``'noisy_gd'``): a step ``w - eta (1/b) sum c_i grad f_i(w)`` of a
-  convex ``beta``-smooth average is a contraction for ``eta <= 2 / beta`` (FMTT Prop. 18), and
-  the differing row shifts it by at most ``2 L eta / b`` (``feldman.md`` §0.4); the random skip
-  or stopping time is independent of the rows;
-* Gaussian composition of noisy gradients (``'noisy_gd'``, ``'gradient_perturbation'``'s sampled
-  Gaussian) and the clipped gradients of ``'ftrl'`` (clipped after weighting, norm ``<= C``):
-  sensitivity ``2 L`` (``2 C``) per row;
-* stability and localization (``'phased_sgd'``, ``'phased_erm'``, ``'strongly_convex'``,
-  ``'localization'``, ``'epoch_growth'``, ``'output_perturbation'``): the ``2 L eta`` step bound,
-  the ``2 L / (b mu)`` move of a ``mu``-strongly convex minimiser, the certified solvers' public
-  iteration counts (from ``L`` and ``beta``), and Wang et al.'s Thm 7 (monotone in ``H``);
-* ``'objective_perturbation'``: a row's Hessian ``c phi'' x x^T`` has its eigenvalue in
-  ``[0, beta]`` and its gradient ``c phi' x`` norm ``<= L`` on all of ``R^p``, the two facts of the
-  log-determinant and linear-term bounds (:mod:`skdpsco.solvers.objective`).
-"""
 
 
 AUTO_NOISY_GD_WORK = 5e9
@@ -179,12 +152,38 @@ def _noisy_gd_work(problem: Problem) -> float:
     return float(problem.n_samples) * problem.n_params * n_steps
 
 
+AUTO_NEWTON_SIGNAL = 600.0
+"""Public threshold of the ``'auto'`` rule for ``'newton'``: the private Newton method is chosen
+only when ``n mu / p`` (:func:`_newton_signal`) is at least this. Chosen on the validation data of
+``benchmarks/newton.py`` (numbers in ``benchmarks/results/newton.md`` and the user guide's
+"Choosing an algorithm"): at or above it Newton matched noisy GD's test AUC and accuracy in
+every cell, below it it lost accuracy in most."""
+
+AUTO_NEWTON_WORK = 1e11
+"""Public compute cap of the ``'auto'`` rule for ``'newton'``: its Hessian work ``n m**2 T_H``
+(:func:`_newton_work`) is at most this, about 10 s of the symmetric BLAS updates on one core of the
+benchmark machine (``benchmarks/results/newton.md``)."""
+
+
+def _newton_signal(problem: Problem) -> float:
+    """``n mu / p``: how far the rows outweigh the privacy noise per parameter (the gradient noise of
+    a Gaussian release of the mean is ``2 L / (n mu)`` per coordinate). Public."""
+    mu = 1.0 / gaussian_noise_multiplier(float(problem.epsilon), float(problem.delta))
+    return problem.n_samples * mu / problem.n_params
+
+
+def _newton_work(problem: Problem) -> float:
+    """``n m**2 T_H`` of the default Newton plan (:class:`~.newton.PrivateNewton`)."""
+    return float(problem.n_samples) * problem.n_params**2 * ALGORITHMS["newton"].planned_hessian_steps
+
+
 def select_algorithm(problem: Problem, constraint: str = "l2") -> str:
     """The ``algorithm='auto'`` rule: one function, public quantities only.
 
     The rule below, each branch with its reason. The measurements behind them are in
     ``docs/user_guide/choosing.rst`` and ``benchmarks/results/`` (``goal.md``, ``holder_auto.md``,
-    ``utility_*.md``, ``rates_full.md``, ``growth_rates_full.md``), where a rerun updates them.
+    ``utility_*.md``, ``rates_full.md``, ``growth_rates_full.md``, ``newton.md``), where a rerun
+    updates them.
 
     * A non-Euclidean domain (``constraint='l1'`` or ``'lp'``): Private FTRL (``'ftrl'``), the
       only solver implemented for it (``ftrl_mirror.md`` §3.5).
@@ -193,6 +192,17 @@ def select_algorithm(problem: Problem, constraint: str = "l2") -> str:
       (``'gradient_perturbation'``, ``wang_holder.md`` §2.4), which needs only the gradient bound
       for privacy and the Hölder exponent for its schedule; FTRL and output perturbation (whose
       stability-based noise dominates) measured worse on every Hölder problem.
+    * The logistic and multinomial logistic losses with ``delta > 0``, ``n mu / p`` at least
+      :data:`AUTO_NEWTON_SIGNAL` and Hessian work at most :data:`AUTO_NEWTON_WORK`: the private
+      Newton method (``'newton'``, :mod:`skdpsco.solvers.newton`). A standardised logistic
+      problem is well conditioned for a second-order step: eight full-batch passes reach the
+      accuracy of noisy GD's hundreds to thousands (its horizon grows with ``n`` until its
+      flattest planned curvature has converged), and it converges where noisy GD stops short
+      (large margins, a minimiser on the sphere). ``n mu / p`` measures how far the rows
+      outweigh the noise per parameter: below the threshold the Hessian's noise and the last
+      gradient's noise cost accuracy against noisy GD, which is fast at those ``n`` anyway. The
+      same rule replaces the linear-time fallback above noisy GD's work cap, where Newton
+      reaches the non-private optimum.
     * Smooth losses, and kinked ones through their closed-form Gaussian smoothing, whose planned
       work ``n p T`` is at most :data:`AUTO_NOISY_GD_WORK`: full-batch noisy gradient descent
       (``'noisy_gd'``, composition or last-iterate accounting, schedule of
@@ -215,6 +225,13 @@ def select_algorithm(problem: Problem, constraint: str = "l2") -> str:
         return "ftrl"
     if problem.constants.smoothness == math.inf:
         return "gradient_perturbation"
+    if (
+        type(problem.loss) in NEWTON_LOSSES
+        and problem.delta > 0
+        and _newton_signal(problem) >= AUTO_NEWTON_SIGNAL
+        and _newton_work(problem) <= AUTO_NEWTON_WORK
+    ):
+        return "newton"
     if _noisy_gd_work(problem) <= AUTO_NOISY_GD_WORK:
         return "noisy_gd"
     return "strongly_convex" if problem.l2_penalty > 0 else "phased_sgd"
