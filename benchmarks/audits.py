@@ -677,6 +677,31 @@ def lad_regression(n: int = 21, epsilon: float = 1.0) -> Setup:
     return _estimator_setup(make, (X, y0), (X, -y0), lambda m: float(m.coef_[0]))
 
 
+def weighted_svm(n: int = 21, epsilon: float = 1.0, max_weight: float = 4.0) -> Setup:
+    """``DPHingeSVM(algorithm='auto')`` (noisy GD on the smoothed hinge, the numpy reference loop
+    that weighted rows run) with ``sample_weight``: the differing row ``x = 1`` carries the largest
+    weight, ``max_weight``, and flips its label; the ``n - 1`` others are ``x = 0`` (zero gradient
+    without intercept) with weights alternating 1 and 0. Its loss enters at ``c = max_weight /
+    max_weight = 1``, the full ``2 L`` the calibration charges; a calibration that ignores the
+    weight (the loss times ``max_weight``, as an unnormalised weight would give) moves the release
+    ``max_weight`` times further and is caught (``tests/test_sample_weight.py``)."""
+    D0, D1 = flipped_label(n)
+    weights = np.resize([1.0, 0.0], n)
+    weights[0] = max_weight
+
+    def run(dataset, seed):
+        model = DPHingeSVM(
+            epsilon=epsilon, delta=AUDIT_DELTA, radius=1.0, smoothing_width=SMOOTHING_WIDTH, fit_intercept=False,
+            classes=[-1.0, 1.0], max_weight=max_weight, random_state=seed, accountant=PrivacyAccountant(),
+            feature_scaling=None,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyWarning)
+            return model.fit(*dataset, sample_weight=weights)
+
+    return Setup(run, D0, D1, float(run(D0, 0).epsilon_), AUDIT_DELTA, lambda m: float(m.coef_[0, 0]))
+
+
 def ledger_composition(n: int = 21, epsilons=(0.4, 0.4, 0.4)) -> Setup:
     """Several fits on the same rows (``DPHingeSVM`` 'auto', the neighbours of
     :func:`svm_auto_intercept` without intercept), recorded on one ``PrivacyAccountant``; the claim
@@ -919,6 +944,9 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
     Audit("lad_regression", "DPLpRegression(p=1) ('auto' -> noisy GD on the smoothed absolute loss), n = 21, "
           "epsilon = 2", "row 0 x = 1, target +1 vs -1; other rows x = 0, y = 0", lambda: lad_regression(21, 2.0),
           3000, slow=True),
+    Audit("weighted_svm", "DPHingeSVM('auto' -> noisy GD, numpy reference loop) with sample_weight, max_weight = 4, "
+          "n = 21, epsilon = 2", "row 0 x = 1, weight 4 = max_weight, label flip; 20 rows x = 0, weights 1 and 0",
+          lambda: weighted_svm(21, 2.0, 4.0), 3000, slow=True),
     Audit("ledger_composition", "three DPHingeSVM fits (epsilon 1.2 each) on the same rows, one ledger; "
           "claim: spent()", "row 0 label flip; statistic: the sum of the three projections",
           lambda: ledger_composition(21, (1.2, 1.2, 1.2)), 2000, slow=True),

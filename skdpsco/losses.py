@@ -61,7 +61,9 @@ __all__ = [
     "PowerLoss",
     "QHingeLoss",
     "SquaredHingeLoss",
+    "WeightedLoss",
     "get_loss",
+    "weighted_targets",
 ]
 
 
@@ -498,6 +500,88 @@ class HuberLoss(MarginLoss):
     def _constants(self, B, R, B_y):
         beta = B**2
         return LossConstants(B * min(self.epsilon, B_y + B * R), beta, 1.0, beta, None)
+
+
+@dataclass(frozen=True)
+class WeightedLoss(MarginLoss):
+    """A loss whose rows carry relative weights: ``c phi(z, y)`` with ``c`` in ``[0, 1]``.
+
+    The estimators' ``sample_weight`` / ``class_weight`` (scikit-learn's semantics: a weight
+    multiplies its row's loss, the penalty is not reweighted) enter as ``c_i = w_i / M``, ``M``
+    the public ``max_weight`` that bounds every weight. The targets of a weighted loss are
+    :func:`weighted_targets`: each row's label and its ``c``, so that a solver that slices the
+    targets of a batch slices the weights of the same rows.
+
+    Why every solver's calibration for ``phi`` holds unchanged [derived]. For ``c`` in
+    ``[0, 1]``, ``c phi`` is convex, ``|c phi'| <= |phi'|`` and ``c phi'`` is ``alpha``-Hoelder
+    with constant ``c H_phi <= H_phi`` (smoothness ``c phi'' <= phi''``): the constants of
+    :meth:`constants` are suprema over rows ``(x, y)``, and a weighted row ``(x, y, c)`` is a row
+    of a larger domain on which the same suprema hold. In particular (lemma) the replace-one
+    sensitivity of the batch gradient ``(1/b) sum_i c_i grad f_i(w)`` is at most
+    ``(c ||grad f|| + c' ||grad f'||) / b <= 2 L / b``, as without weights. The objective
+    ``(1/n) sum_i c_i f_i + (lambda / M) ||w||**2 / 2`` is ``1 / M`` times scikit-learn's
+    ``(1/n) sum_i w_i f_i + lambda ||w||**2 / 2``: the same minimiser. The estimators solve the
+    former, so "the sensitivity scales by ``max_weight``" appears as a loss and a ridge term
+    divided by ``M`` under the unchanged noise. Analyses that use more than ``L`` (contraction of
+    a gradient step for ``eta <= 2 / beta``, stability under Hoelder gradients, the rank-one
+    Hessian ``c phi'' x x^T`` of objective perturbation with ``c phi''`` in ``[0, beta / B**2]``)
+    use only these properties of each row's loss; which solvers are verified is listed in
+    :data:`skdpsco.solvers.WEIGHTED_ALGORITHMS`.
+
+    The compiled SGD kernel has no weighted derivative: :func:`skdpsco.solvers._core.kernel_loss`
+    matches exact loss types only, so a weighted loss always runs the numpy reference loop.
+
+    Parameters
+    ----------
+    base : MarginLoss
+        The loss ``phi`` of one row (already smoothed where a solver needs it).
+    """
+
+    base: MarginLoss
+
+    @property
+    def name(self) -> str:
+        return self.base.name
+
+    @property
+    def task(self) -> str:
+        return self.base.task
+
+    def value(self, z, targets):
+        """``c_i phi(z_i, y_i)``, of shape ``(n,)``."""
+        return np.asarray(targets["weight"], dtype=np.float64) * self.base.value(z, targets["y"])
+
+    def derivative(self, z, targets):
+        """``c_i phi'(z_i, y_i)``, of the shape of ``z`` (each row of a multiclass ``z`` times its ``c``)."""
+        weights = np.asarray(targets["weight"], dtype=np.float64)
+        return (weights[:, None] if np.ndim(z) == 2 else weights) * self.base.derivative(z, targets["y"])
+
+    def constants(self, data_norm, radius, y_bound=None):
+        """The base loss's constants: valid for every weight in ``[0, 1]`` (class docstring)."""
+        return self.base.constants(data_norm, radius, y_bound)
+
+    def _constants(self, B, R, B_y):
+        return self.base._constants(B, R, B_y)
+
+
+def weighted_targets(y, weights) -> np.ndarray:
+    """The targets of a :class:`WeightedLoss`: a structured array with fields ``'y'`` (the labels,
+    their dtype kept) and ``'weight'`` (float64 ``c``), one record per row. The caller keeps ``c``
+    in ``[0, 1]`` (the estimators divide weights bounded by ``max_weight`` by it).
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not a vector or ``weights`` does not have its shape.
+    """
+    y = np.asarray(y)
+    weights = np.asarray(weights, dtype=np.float64)
+    if y.ndim != 1 or weights.shape != y.shape:
+        raise ValueError(f"weights must have the shape {y.shape} of y; got {weights.shape}.")
+    targets = np.empty(y.shape, dtype=[("y", y.dtype), ("weight", np.float64)])
+    targets["y"] = y
+    targets["weight"] = weights
+    return targets
 
 
 _LOSSES = {

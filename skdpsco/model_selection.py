@@ -510,7 +510,12 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
             return name
         return None
 
-    def _planned_rho(self, candidate: dict, epsilon: float, X, y) -> float:
+    def _fit_params(self, sample_weight) -> dict:
+        """``sample_weight`` as the private step's fit parameter (``step__sample_weight`` in a
+        pipeline), or nothing."""
+        return {} if sample_weight is None else self._private_params(sample_weight=sample_weight)
+
+    def _planned_rho(self, candidate: dict, epsilon: float, X, y, sample_weight=None) -> float:
         """:func:`zcdp_rho` of the event ``estimator`` plans with ``candidate`` at ``epsilon``."""
         planner = _PlanningAccountant()
         model = clone(self.estimator).set_params(
@@ -519,7 +524,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyWarning)  # issued by the search or its trials instead
             try:
-                model.fit(X, y)
+                model.fit(X, y, **self._fit_params(sample_weight))
             except _Planned as planned:
                 return zcdp_rho(planned.event)
         raise TypeError(
@@ -527,14 +532,15 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
             "estimators that record their privacy event can be searched privately."
         )
 
-    def _candidate_epsilon(self, candidate: dict, rho: float, X, y) -> float:
+    def _candidate_epsilon(self, candidate: dict, rho: float, X, y, sample_weight=None) -> float:
         """Largest epsilon at which the candidate's fit is ``rho``-zCDP, with its ``rho`` within 2%
         of the trial's (:func:`_largest_feasible`, from the epsilon of a ``rho``-zCDP release)."""
         delta = float(self.delta)
         start = epsilon_of(zcdp_event(rho), delta)
         try:
             log_epsilon = _largest_feasible(
-                lambda t: math.log(self._planned_rho(candidate, math.exp(t), X, y) / rho), math.log(start)
+                lambda t: math.log(self._planned_rho(candidate, math.exp(t), X, y, sample_weight) / rho),
+                math.log(start),
             )
         except ValueError as exc:
             raise ValueError(
@@ -545,13 +551,18 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         return math.exp(log_epsilon)
 
     # -- fit ----------------------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Run the private search and release the selected trial.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights, passed to every trial's fit on the training split (the private step's
+            ``sample_weight``, each at most its ``max_weight``). The held-out score stays the
+            unweighted mean of the rows' scores: a weighted mean divides by the held-out rows'
+            total weight, a quantity the score's noise is not calibrated to.
 
         Returns
         -------
@@ -559,7 +570,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         """
         self._validate_params()
         self._check_stateless_steps()
-        X, y = indexable(X, y)
+        X, y, sample_weight = indexable(X, y, sample_weight)
         n_samples = _num_samples(X)
         n_validation = int(round(self.validation_fraction * n_samples))
         if not 1 <= n_validation <= n_samples - 2:
@@ -583,6 +594,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         order = rng.permutation(n_samples)
         X_train, y_train = _safe_indexing(X, order[n_validation:]), _safe_indexing(y, order[n_validation:])
         X_val, y_val = _safe_indexing(X, order[:n_validation]), _safe_indexing(y, order[:n_validation])
+        weights = None if sample_weight is None else _safe_indexing(sample_weight, order[n_validation:])
         trials = RandomTrials(float(self.n_iter), float(self.n_iter_shape))
         rho = calibrate_trial_rho(float(self.epsilon), float(self.delta), trials)
         n_trials = trials.sample(rng)
@@ -595,7 +607,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         for candidate in candidates:
             key = repr(sorted(candidate.items()))
             if key not in epsilons:
-                epsilons[key] = self._candidate_epsilon(candidate, rho, X_train, y_train)
+                epsilons[key] = self._candidate_epsilon(candidate, rho, X_train, y_train, weights)
 
         event = trials.dp_event(zcdp_event(rho))
         spent = epsilon_of(event, float(self.delta))
@@ -625,7 +637,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 warnings.filterwarnings(
                     "ignore", message=re.escape(labels_from_data_warning()), category=PrivacyWarning
                 )
-                model.fit(X_train, y_train)
+                model.fit(X_train, y_train, **self._fit_params(weights))
             fit_rho = sum(zcdp_rho(record.event) for record in ledger.history)
             if fit_rho > rho * (1.0 + 1e-9):  # the plan is public, so is this check
                 raise RuntimeError(

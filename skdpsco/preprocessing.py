@@ -152,6 +152,12 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     (:func:`skdpsco.accounting.calibrate_noise`, exact PLD composition). ``transform`` does not
     clip: it is applied to rows of the user's choosing and releases nothing about the
     training rows beyond ``mean_`` and ``scale_``.
+
+    ``fit`` takes no ``sample_weight`` (so ``sklearn.utils.validation.has_fit_parameter`` says so,
+    and a pipeline asked to pass one raises ``TypeError``): the statistics are of the unweighted
+    rows, like ``StandardScaler`` fitted without weights. A weighted mean divides by the total
+    weight of the rows, a further quantity to release; the estimators' own ``feature_scaling``
+    standardises the unweighted rows too, and their ``sample_weight`` weighs the loss only.
     """
 
     _parameter_constraints: dict = {

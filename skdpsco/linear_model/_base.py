@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .._secure import check_random_state_unset, is_secure, secure_event, secure_generator, secure_mode
 from ..defaults import classifier_radius
@@ -34,8 +34,8 @@ from ..accounting import (
     gaussian_noise_multiplier,
     get_accountant,
 )
-from ..losses import PowerLoss
-from ..solvers import ALGORITHMS, Problem, select_algorithm
+from ..losses import PowerLoss, WeightedLoss, weighted_targets
+from ..solvers import ALGORITHMS, WEIGHTED_ALGORITHMS, Problem, select_algorithm
 from ..solvers._core import clip_rows, clipped_rows_in_order, row_norms
 from . import _bounds, _scaling
 
@@ -89,6 +89,15 @@ def _generator(random_state) -> np.random.Generator:
     return np.random.default_rng(random_state)
 
 
+def relative_weights(weights: np.ndarray, max_weight: float) -> np.ndarray:
+    """Each row's weight over the public bound ``max_weight``: the ``c_i`` in ``[0, 1]`` by which
+    :class:`~skdpsco.losses.WeightedLoss` multiplies row ``i``'s loss. Dividing by ``max_weight``
+    is what keeps every solver's calibration valid (``c_i <= 1``); the weighted audit
+    (``benchmarks/audits.py``, ``weighted_svm``) replaces this function by one that skips it and
+    catches the result."""
+    return weights / max_weight
+
+
 def _composed(event, count: int):
     return event if count == 1 else dp_accounting.SelfComposedDpEvent(event, count)
 
@@ -138,6 +147,7 @@ class BaseDPLinearModel(BaseEstimator):
         "accountant": [PrivacyAccountant, None],
         "verbose": ["verbose"],
         "feature_scaling": [StrOptions({"standard"}), None],
+        "max_weight": [Interval(numbers.Real, 0, None, closed="neither")],
     }
 
     def __init__(
@@ -158,6 +168,7 @@ class BaseDPLinearModel(BaseEstimator):
         accountant=None,
         verbose=0,
         feature_scaling="standard",
+        max_weight=1.0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -174,6 +185,7 @@ class BaseDPLinearModel(BaseEstimator):
         self.accountant = accountant
         self.verbose = verbose
         self.feature_scaling = feature_scaling
+        self.max_weight = max_weight
 
     # -- hooks ----------------------------------------------------------------------------
     @abstractmethod
@@ -192,6 +204,10 @@ class BaseDPLinearModel(BaseEstimator):
         """Shape of one task's parameter for ``n_columns`` (intercept column included)."""
         return (n_columns,)
 
+    def _class_weight_factors(self, y: np.ndarray) -> np.ndarray | None:
+        """Each row's factor from ``class_weight`` (classifiers), or ``None`` without one."""
+        return None
+
     def _loss_bounds(self) -> dict:
         """Public bounds other than the row norm that the loss constants need (e.g. ``y_bound``)."""
         return {}
@@ -204,11 +220,11 @@ class BaseDPLinearModel(BaseEstimator):
         )
 
     # -- fitting --------------------------------------------------------------------------
-    def _fit_private(self, X, y):
+    def _fit_private(self, X, y, sample_weight=None):
         """Validate, plan, charge and fit; leaves no fitted state behind on failure."""
         self._validate_params()
         try:
-            self._fit_steps(X, y)
+            self._fit_steps(X, y, sample_weight)
         except BaseException:
             self._discard_fitted_state()
             raise
@@ -283,7 +299,38 @@ class BaseDPLinearModel(BaseEstimator):
             return classifier_radius(self.n_features_in_, self.feature_scaling is not None)
         return float(self.radius)
 
-    def _problem(self, n_samples: int, n_columns: int, loss, epsilon: float) -> Problem:
+    def _row_weights(self, sample_weight, X: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+        """Each row's weight: ``sample_weight`` times its class's ``class_weight`` (classifiers),
+        checked against the public bound ``max_weight``; ``None`` when neither is given.
+
+        Called before anything is charged. Shape, NaN, infinity and negative weights are refused
+        by scikit-learn's ``_check_sample_weight``; a weight above ``max_weight`` by the message
+        below. No message names a row or a weight read from the data. All-zero weights are not
+        refused: a dataset with them is inside the public domain (the fit is then the model of
+        the penalty alone, plus noise), and refusing it would make the refusal distinguish
+        neighbours."""
+        factors = self._class_weight_factors(y)
+        if sample_weight is None and factors is None:
+            return None
+        weights = np.ones(X.shape[0])
+        if sample_weight is not None:
+            weights = _check_sample_weight(
+                sample_weight, X, dtype=np.float64, ensure_non_negative=True, copy=True,
+                allow_all_zero_weights=True,
+            )
+        if factors is not None:
+            weights = weights * factors
+        if not np.all(weights <= float(self.max_weight)):
+            raise ValueError(
+                f"Some row's weight (sample_weight, times its class's class_weight) exceeds "
+                f"max_weight={float(self.max_weight):g}. max_weight is the public bound on every "
+                "weight that the privacy calibration relies on: pass one that bounds every weight "
+                "the rows could carry, chosen without looking at them (this message says neither "
+                "which row nor by how much)."
+            )
+        return weights
+
+    def _problem(self, n_samples: int, n_columns: int, loss, epsilon: float, l2_penalty: float) -> Problem:
         return Problem(
             n_samples=n_samples,
             coef_shape=self._coef_shape(n_columns),
@@ -292,16 +339,22 @@ class BaseDPLinearModel(BaseEstimator):
             radius=self._domain_radius,
             epsilon=float(epsilon),
             delta=float(self.delta),
-            l2_penalty=float(self.alpha),
+            l2_penalty=float(l2_penalty),
         )
 
-    def _fit_steps(self, X, y) -> None:
+    def _fit_steps(self, X, y, sample_weight=None) -> None:
         # X's NaN / infinity check is left to the pass that clips it (one read of X fewer)
         X, y = validate_data(
             self, X, y, accept_sparse=False, dtype=np.float64, ensure_min_samples=2,
             y_numeric=self._numeric_targets, ensure_all_finite=False,
         )
         targets = self._encode_targets(y)
+        # Weighted rows (``WeightedLoss``): the loss of row i times c_i = w_i / max_weight and the
+        # ridge term divided by max_weight, the minimiser of scikit-learn's weighted objective
+        # under every solver's unchanged calibration. Validated before anything is charged.
+        weights = self._row_weights(sample_weight, X, y)
+        weighted = weights is not None  # public: whether weights were passed, not their values
+        l2_penalty = float(self.alpha) / float(self.max_weight) if weighted else float(self.alpha)
         n_samples, n_features = X.shape
         n_columns = n_features + int(self.fit_intercept)
         # One array for the clipped rows and the intercept column (peak memory one copy of X),
@@ -319,6 +372,10 @@ class BaseDPLinearModel(BaseEstimator):
         rows = clipped_rows_in_order(X, order, np.inf if data_norm is None else data_norm, fill=fill)
         del X
         tasks = self._tasks(targets[order])
+        if weights is not None:
+            weights = relative_weights(weights[order], float(self.max_weight))
+            if np.all(weights == 1.0):  # the unweighted loss is the same function: its path, bit for bit
+                weights = None
         if self.data_norm is None and self.feature_scaling is None:
             warnings.warn(fixed_row_bound_warning(), PrivacyWarning, stacklevel=4)
         if self.delta >= 1.0 / n_samples:
@@ -330,7 +387,7 @@ class BaseDPLinearModel(BaseEstimator):
                 stacklevel=4,
             )
         base_loss = self._make_loss()
-        problem = self._problem(n_samples, n_columns, base_loss, self.epsilon)
+        problem = self._problem(n_samples, n_columns, base_loss, self.epsilon, l2_penalty)
         pure = float(self.delta) == 0.0
         if pure and (self.algorithm == "auto" or not getattr(ALGORITHMS[self.algorithm], "supports_pure_dp", False)):
             # 'auto' is not asked: its rule is for delta > 0 and never selects these algorithms
@@ -342,12 +399,19 @@ class BaseDPLinearModel(BaseEstimator):
             )
         algorithm = select_algorithm(problem, self.constraint) if self.algorithm == "auto" else self.algorithm
         solver = self._configured_solver(algorithm)
+        if weighted and algorithm not in WEIGHTED_ALGORITHMS:
+            chosen = f"algorithm='auto' chose {algorithm!r}, which" if self.algorithm == "auto" else f"algorithm={algorithm!r}"
+            raise ValueError(
+                f"{chosen} does not accept weighted rows (sample_weight or class_weight): its "
+                f"privacy analysis is not verified for them. Pass algorithm= one of "
+                f"{sorted(WEIGHTED_ALGORITHMS)}."
+            )
 
         def plan_for(epsilon: float):
-            task_problem = self._problem(n_samples, n_columns, base_loss, epsilon)
+            task_problem = self._problem(n_samples, n_columns, base_loss, epsilon, l2_penalty)
             if solver.requires_smooth_loss and not np.isfinite(task_problem.smoothness):
                 loss = self._smoothed(base_loss, task_problem)
-                task_problem = self._problem(n_samples, n_columns, loss, epsilon)
+                task_problem = self._problem(n_samples, n_columns, loss, epsilon, l2_penalty)
             return task_problem, solver.plan(task_problem)
 
         # Public quantities only, before the rows are read. The scaling release and several
@@ -410,7 +474,11 @@ class BaseDPLinearModel(BaseEstimator):
             feature_scales, row_norm = feature_scales * magnitudes, scaling.data_norm
         task_rngs = task_rng.spawn(len(tasks))
         in_sequence = {"order": np.arange(n_samples)} if getattr(solver, "shuffles_rows", False) else {}
-        results = [solver.run(plan, rows, t, task_problem, r, **in_sequence) for t, r in zip(tasks, task_rngs)]
+        run_problem = task_problem  # planned on the loss of one row: its constants hold for weighted rows too
+        if weights is not None:
+            tasks = [weighted_targets(task, weights) for task in tasks]
+            run_problem = dataclasses.replace(task_problem, loss=WeightedLoss(task_problem.loss))
+        results = [solver.run(plan, rows, t, run_problem, r, **in_sequence) for t, r in zip(tasks, task_rngs)]
         if self.verbose:
             print(f"[{type(self).__name__}] algorithm={algorithm} tasks={len(tasks)} "
                   + " ".join(f"{k}={v}" for k, v in results[0].info.items()))
@@ -427,6 +495,9 @@ class BaseDPLinearModel(BaseEstimator):
         self.epsilon_ = spent_epsilon
         self.delta_ = float(self.delta)
         self.n_gradients_ = sum(r.n_gradients for r in results)
+        # passes over the rows, rounded up, per model (scikit-learn's LogisticRegression has one
+        # entry per fitted model): planned before the rows are read, never a convergence count
+        self.n_iter_ = np.array([-(-r.n_gradients // n_samples) for r in results], dtype=np.int32)
         self.solver_info_ = dict(results[0].info)
 
     def _plan_bounds(self, row_bound: bool) -> dict:
@@ -642,6 +713,8 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
     _parameter_constraints: dict = {
         **BaseDPLinearModel._parameter_constraints,
         "classes": ["array-like", None],
+        # 'balanced' passes validation to be refused in fit with the reason (_class_weight_factors)
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     _numeric_targets = False
@@ -665,17 +738,20 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         verbose=0,
         classes=None,
         feature_scaling="standard",
+        max_weight=1.0,
+        class_weight=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
             fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state, accountant=accountant, verbose=verbose,
-            feature_scaling=feature_scaling,
+            feature_scaling=feature_scaling, max_weight=max_weight,
         )
         self.classes = classes
+        self.class_weight = class_weight
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the private model.
 
         Parameters
@@ -684,13 +760,52 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
             Dense training rows (sparse input is not supported: convert with ``.toarray()``).
         y : array-like of shape (n_samples,)
             Labels, all in ``classes`` when it is given.
+        sample_weight : array-like of shape (n_samples,), float or None, default=None
+            Non-negative weight of each row's loss (scikit-learn's semantics), each at most
+            ``max_weight`` after multiplication by its class's ``class_weight``; a larger one is
+            an error. ``None``: the unweighted fit.
 
         Returns
         -------
         self
             The fitted estimator.
         """
-        return self._fit_private(X, y)
+        return self._fit_private(X, y, sample_weight)
+
+    def _class_weight_factors(self, y):
+        """Each row's ``class_weight`` (1 for a label missing from the dict), or ``None``.
+
+        The dict is public, checked before anything is charged: its values finite, non-negative
+        and at most ``max_weight`` (named in the message), its keys labels of ``classes_`` (the
+        message lists them only when ``classes`` is given: with ``classes=None`` the missing ones
+        would tell which labels ``y`` lacks). ``'balanced'`` is refused: its weights are
+        functions of the label counts."""
+        class_weight = self.class_weight
+        if class_weight is None:
+            return None
+        if isinstance(class_weight, str):
+            raise ValueError(
+                "class_weight='balanced' is refused: it weighs each class by n_samples / (n_classes "
+                "* its count in y), so the weights, and the model through them, would release the "
+                "label counts without privacy accounting. Pass a dict of public class weights (e.g. "
+                "from known population frequencies), each at most max_weight."
+            )
+        for label, value in class_weight.items():
+            if not (isinstance(value, numbers.Real) and 0.0 <= float(value) <= float(self.max_weight)):
+                raise ValueError(
+                    f"class_weight values must be real numbers in [0, max_weight={float(self.max_weight):g}]; "
+                    f"got {value!r} for the label {label!r}. Raise max_weight, the public bound on "
+                    "every row's weight, or lower the class weight."
+                )
+        known = sum(label in class_weight for label in self.classes_)
+        if known < len(class_weight):
+            unknown = "" if self.classes is None else f" {sorted(map(repr, set(class_weight) - set(self.classes_.tolist())))}"
+            raise ValueError(
+                f"class_weight has keys{unknown} that are not labels of the label set (classes=); "
+                "its keys must be class labels."
+            )
+        per_class = np.array([float(class_weight.get(label, 1.0)) for label in self.classes_])
+        return per_class[np.searchsorted(self.classes_, y)]
 
     def _encode_targets(self, y):
         """``+-1`` for two classes, class indices otherwise; sets ``classes_``.

@@ -108,7 +108,23 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         folded into ``coef_`` and ``intercept_``, so the model predicts raw rows. Its releases
         and the solver compose into the fit's one event, within ``epsilon``; they get a public
         share of the budget (``_scaling.SCALING_SHARE``, ``MAGNITUDE_SHARE``). ``None``: train on
-        the clipped rows as they are (the models of earlier releases).
+        the clipped rows as they are (the models of earlier releases). The statistics are of the
+        unweighted rows (``StandardScaler`` without ``sample_weight``): weights weigh the loss only.
+    max_weight : float, default=1.0
+        Public bound on every row's weight (``sample_weight`` of ``fit`` times the row's
+        ``class_weight``); a larger weight is an error. Row ``i``'s loss is multiplied by
+        ``c_i = weight_i / max_weight`` in ``[0, 1]`` and ``alpha`` is divided by ``max_weight``:
+        the minimiser of scikit-learn's weighted objective ``mean_i weight_i loss_i + alpha
+        ||w||**2 / 2``, trained under the unchanged noise of the unweighted fit (the sensitivity
+        of that objective scales by ``max_weight``; :class:`skdpsco.losses.WeightedLoss`). So a
+        loose bound costs accuracy: weights all equal to ``max_weight`` give the unweighted model
+        (with ``alpha / max_weight``) exactly, weights all 1 under ``max_weight=4`` the same
+        objective with four times the noise relative to it. Unused without weights. Weighted fits run the numpy reference loop (no
+        compiled kernel) and the algorithms of :data:`skdpsco.solvers.WEIGHTED_ALGORITHMS`.
+    class_weight : dict or None, default=None
+        Public weight of each class's rows, ``{label: weight}`` (a label not in the dict gets 1),
+        multiplied into ``sample_weight``; every value at most ``max_weight``. ``'balanced'`` is
+        refused: its weights are computed from the label counts of ``y``, an unaccounted release.
 
     Attributes
     ----------
@@ -126,6 +142,11 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         The algorithm that ran.
     n_gradients_ : int
         Per-example gradient evaluations (``n_samples`` for one-pass algorithms).
+    n_iter_ : ndarray of shape (1,) or (n_models,), dtype int32
+        Passes over the rows, ``ceil(gradients / n_samples)``, of each fitted model (one entry:
+        binary and multinomial models are one model, as in ``LogisticRegression``): 1 for the
+        one-pass algorithms, the number of full-batch steps for ``'noisy_gd'``. Planned from
+        public quantities before the rows are read, never a convergence count.
     solver_info_ : dict
         Public diagnostics of the schedule (number of steps, batch sizes, noise scale).
     feature_scales_ : ndarray of shape (n_features,)

@@ -34,8 +34,9 @@ class DPLpRegression(SmoothingMixin, RegressorMixin, BaseDPLinearModel):
     Parameters
     ----------
     epsilon, delta, data_norm, alpha, fit_intercept, algorithm, constraint, constraint_p, \
-step_scale, solver_options, random_state, accountant, verbose, feature_scaling
-        As in :class:`~skdpsco.DPLogisticRegression`.
+step_scale, solver_options, random_state, accountant, verbose, feature_scaling, max_weight
+        As in :class:`~skdpsco.DPLogisticRegression`. The private target bound
+        (``y_bound='private'``) is released from the unweighted targets.
     radius : float or None, default=None
         Public radius of the parameter domain, as in :class:`~skdpsco.DPLogisticRegression`.
         ``None``: :func:`skdpsco.defaults.regression_radius`, ``2 y_bound / B`` with ``B`` the
@@ -77,6 +78,8 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling
     loss_ : MarginLoss
         The loss actually optimised (the smoothed one where smoothing applied).
     n_gradients_ : int
+    n_iter_ : ndarray of shape (1,), dtype int32
+        Passes over the rows; see :class:`~skdpsco.DPLogisticRegression`.
     solver_info_ : dict
     radius_ : float
         The radius of the domain actually used (``radius``, or the default rule's).
@@ -129,19 +132,20 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling
         y_bound="private",
         smoothing_width=None,
         feature_scaling="standard",
+        max_weight=1.0,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
             fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state,
-            accountant=accountant, verbose=verbose, feature_scaling=feature_scaling,
+            accountant=accountant, verbose=verbose, feature_scaling=feature_scaling, max_weight=max_weight,
         )
         self.p = p
         self.y_bound = y_bound
         self.smoothing_width = smoothing_width
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the private model.
 
         Parameters
@@ -150,12 +154,15 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling
             Dense training rows (sparse input is not supported: convert with ``.toarray()``).
         y : array-like of shape (n_samples,)
             Targets; clipped to ``[-y_bound, y_bound]``.
+        sample_weight : array-like of shape (n_samples,), float or None, default=None
+            Non-negative weight of each row's loss (scikit-learn's semantics), each at most
+            ``max_weight``; a larger one is an error. ``None``: the unweighted fit.
 
         Returns
         -------
         self : DPLpRegression
         """
-        self._fit_private(X, y)
+        self._fit_private(X, y, sample_weight)
         return self
 
     @property

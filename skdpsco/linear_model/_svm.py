@@ -30,8 +30,11 @@ class DPHingeSVM(SmoothingMixin, BaseDPLinearClassifier):
     Parameters
     ----------
     epsilon, delta, data_norm, alpha, fit_intercept, algorithm, constraint, \
-constraint_p, step_scale, solver_options, random_state, accountant, verbose, classes, feature_scaling
-        As in :class:`~skdpsco.DPLogisticRegression`.
+constraint_p, step_scale, solver_options, random_state, accountant, verbose, classes, feature_scaling, \
+max_weight, class_weight
+        As in :class:`~skdpsco.DPLogisticRegression`. With one-vs-rest, a row's weight (its
+        ``sample_weight`` times its own class's ``class_weight``) weighs its loss in every
+        class's model, as in ``SGDClassifier``.
     radius : float or None, default=10.0
         As in :class:`~skdpsco.DPLogisticRegression`, but 10 by default with or without feature
         scaling: the hinge loss's schedule does not grow with the radius, and the logistic rule
@@ -64,6 +67,9 @@ constraint_p, step_scale, solver_options, random_state, accountant, verbose, cla
         The loss actually optimised (the smoothed one where smoothing applied).
     n_gradients_ : int
         Per-example gradient evaluations, all classes together.
+    n_iter_ : ndarray of shape (1,) or (n_classes,), dtype int32
+        Passes over the rows of each binary model (one per class with one-vs-rest); see
+        :class:`~skdpsco.DPLogisticRegression`.
     solver_info_ : dict
         Public diagnostics of the schedule of one class's model.
     feature_scales_, row_norm_, standardisation_, radius_
@@ -108,6 +114,8 @@ constraint_p, step_scale, solver_options, random_state, accountant, verbose, cla
         q=1.5,
         smoothing_width=None,
         feature_scaling="standard",
+        max_weight=1.0,
+        class_weight=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
@@ -115,6 +123,7 @@ constraint_p, step_scale, solver_options, random_state, accountant, verbose, cla
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state,
             accountant=accountant, verbose=verbose, classes=classes, feature_scaling=feature_scaling,
+            max_weight=max_weight, class_weight=class_weight,
         )
         self.loss = loss
         self.q = q

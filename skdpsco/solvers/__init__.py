@@ -26,7 +26,7 @@ from .phased import PhasedERM, PhasedSGD, StronglyConvexPhasedSGD
 from .pnsgd import PNSGD, MultiPassPNSGD, SkipPNSGD, StopPNSGD
 from .snowball import plan_snowball, run_snowball
 
-__all__ = ["ALGORITHMS", "Problem", "SolverResult", "select_algorithm"]
+__all__ = ["ALGORITHMS", "Problem", "SolverResult", "WEIGHTED_ALGORITHMS", "select_algorithm"]
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,37 @@ ALGORITHMS = {
     "newton": PrivateNewton(),
 }
 """Public ``algorithm=`` names and the solver each selects."""
+
+WEIGHTED_ALGORITHMS = frozenset({
+    "snowball", "snowball_constant", "pnsgd", "skip_pnsgd", "stop_pnsgd", "multipass_pnsgd",
+    "phased_sgd", "phased_erm", "strongly_convex", "output_perturbation", "gradient_perturbation",
+    "ftrl", "localization", "epoch_growth", "noisy_gd", "objective_perturbation",
+})
+"""The ``algorithm=`` names whose privacy analysis is verified for weighted rows
+(:class:`skdpsco.losses.WeightedLoss`: row ``i``'s loss times ``c_i`` in ``[0, 1]``, the estimators'
+``sample_weight / max_weight``); the estimators refuse weighted fits with any other algorithm.
+
+Each analysis below needs of a row's loss only properties that ``c f`` keeps for ``c`` in
+``[0, 1]``: convexity, the gradient bound ``L`` (so the replace-one change of a row's gradient is at
+most ``2 L``), the smoothness ``beta`` or Hoelder constant ``(alpha, H)`` (``c H <= H``), over every
+row of the public domain (``skdpsco.losses.WeightedLoss``):
+
+* amplification by iteration (``'snowball'``, ``'snowball_constant'``, the PNSGD family, the
+  last-iterate analysis of ``'noisy_gd'``): a step ``w - eta (1/b) sum c_i grad f_i(w)`` of a
+  convex ``beta``-smooth average is a contraction for ``eta <= 2 / beta`` (FMTT Prop. 18), and
+  the differing row shifts it by at most ``2 L eta / b`` (``feldman.md`` §0.4); the random skip
+  or stopping time is independent of the rows;
+* Gaussian composition of noisy gradients (``'noisy_gd'``, ``'gradient_perturbation'``'s sampled
+  Gaussian) and the clipped gradients of ``'ftrl'`` (clipped after weighting, norm ``<= C``):
+  sensitivity ``2 L`` (``2 C``) per row;
+* stability and localization (``'phased_sgd'``, ``'phased_erm'``, ``'strongly_convex'``,
+  ``'localization'``, ``'epoch_growth'``, ``'output_perturbation'``): the ``2 L eta`` step bound,
+  the ``2 L / (b mu)`` move of a ``mu``-strongly convex minimiser, the certified solvers' public
+  iteration counts (from ``L`` and ``beta``), and Wang et al.'s Thm 7 (monotone in ``H``);
+* ``'objective_perturbation'``: a row's Hessian ``c phi'' x x^T`` has its eigenvalue in
+  ``[0, beta]`` and its gradient ``c phi' x`` norm ``<= L`` on all of ``R^p``, the two facts of the
+  log-determinant and linear-term bounds (:mod:`skdpsco.solvers.objective`).
+"""
 
 
 AUTO_NOISY_GD_WORK = 5e9
