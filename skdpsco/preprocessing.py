@@ -114,6 +114,12 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         predictable to whoever knows it.
     accountant : PrivacyAccountant or None, default=None
         Ledger charged with this fit; ``None`` uses the shared default.
+    secure_noise : bool or None, default=None
+        Secure mode for this fit: ``True`` draws all its randomness from the operating system's
+        cryptographically secure generator, refuses a ``random_state`` other than ``None`` and
+        releases its single noisy statistics on a grid with exact discrete noise (see
+        :func:`skdpsco.set_config` and the user guide's "Secure mode"); ``False``: numpy's
+        seeded generator; ``None``: the global ``skdpsco.get_config()['secure_noise']``.
 
     Attributes
     ----------
@@ -168,6 +174,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "with_std": ["boolean"],
         "random_state": ["random_state"],
         "accountant": [PrivacyAccountant, None],
+        "secure_noise": ["boolean", None],
     }
 
     def __init__(
@@ -180,6 +187,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         with_std=True,
         random_state=None,
         accountant=None,
+        secure_noise=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -188,6 +196,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.with_std = with_std
         self.random_state = random_state
         self.accountant = accountant
+        self.secure_noise = secure_noise
 
     def _bounds(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
         """The public bounds as two arrays of shape (n_features,), validated."""
@@ -238,7 +247,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # Public planning: which statistics, their sensitivities, the noise, the event.
         n_releases = 2 if self.with_std else int(self.with_mean)
         sensitivities = scaler_sensitivities(lower, upper, n_samples)[:n_releases]
-        rng = _generator(self.random_state)  # secure mode: refuses a seed before anything is charged
+        rng = _generator(self.random_state, self.secure_noise)  # secure mode: refuses a seed before anything is charged
         secure = is_secure(rng)
         multiplier, spent = _calibrated(float(self.epsilon), float(self.delta), n_releases, secure)
         event = _scaler_event(multiplier, n_releases, secure)

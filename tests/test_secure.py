@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 import skdpsco
-from skdpsco import DPLogisticRegression, DPSearchCV, DPStandardScaler, PrivacyAccountant
+from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, DPSearchCV, DPStandardScaler, PrivacyAccountant
 from skdpsco import _secure
 from skdpsco._osrandom import OSRandom
 from skdpsco.accounting import FailureProbabilityDpEvent, epsilon_of, gaussian_event, pure_dp_event, zcdp_event
@@ -276,3 +276,31 @@ def test_secure_benchmark_harness_writes_the_ratio(tmp_path):
     assert row["secure"]["epsilon"] <= 1.0 and row["default"]["epsilon"] <= 1.0
     lines = [line for line in (tmp_path / "secure.md").read_text().splitlines() if line.startswith("| 3e+03")]
     assert len(lines) == 1 and f"{row['ratio']:.2f}x" in lines[0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: DPLogisticRegression(classes=[0, 1], **kw),
+    lambda **kw: DPHingeSVM(classes=[0, 1], **kw),
+    lambda **kw: DPLpRegression(**kw),
+    lambda **kw: DPStandardScaler(feature_bounds=(-3.0, 3.0), **kw),
+])
+def test_estimator_parameter_overrides_the_global_configuration(make):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 3)), np.arange(200) % 2
+
+    def fit(model):
+        return model.fit(X) if isinstance(model, DPStandardScaler) else model.fit(X, y)
+
+    # on for this estimator while the global setting is off: the seed is refused before any charge
+    ledger = PrivacyAccountant()
+    with pytest.raises(ValueError, match="random_state=0 is refused in secure mode"):
+        fit(make(secure_noise=True, random_state=0, accountant=ledger))
+    assert not ledger.history
+    # off for this estimator while the global setting is on: reproducible with a seed
+    with skdpsco.config_context(secure_noise=True):
+        first, again = (fit(make(secure_noise=False, random_state=3, accountant=PrivacyAccountant())) for _ in range(2))
+    attribute = "mean_" if isinstance(first, DPStandardScaler) else "coef_"
+    np.testing.assert_array_equal(getattr(first, attribute), getattr(again, attribute))
+    # None follows the global setting
+    with skdpsco.config_context(secure_noise=True), pytest.raises(ValueError, match="secure mode"):
+        fit(make(random_state=0, accountant=PrivacyAccountant()))

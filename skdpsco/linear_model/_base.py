@@ -29,6 +29,7 @@ from ..smoothing import default_smoothing_width, smooth
 from ..accounting import (
     PrivacyAccountant,
     calibrate_noise,
+    calibrate_zcdp_rho,
     epsilon_of,
     exact_gaussian_epsilon,
     gaussian_noise_multiplier,
@@ -66,12 +67,13 @@ def labels_from_data_warning(parameter: str = "classes") -> str:
     )
 
 
-def _generator(random_state) -> np.random.Generator:
+def _generator(random_state, secure_noise: bool | None = None) -> np.random.Generator:
     """A numpy Generator from scikit-learn's ``random_state`` conventions, with full entropy.
 
-    In secure mode (``skdpsco.set_config(secure_noise=True)``): a generator over the operating
-    system's CSPRNG (:func:`skdpsco._secure.secure_generator`), and any ``random_state`` other
-    than ``None`` is refused (:func:`skdpsco._secure.check_random_state_unset`). Otherwise:
+    In secure mode (an estimator's ``secure_noise=True``, or with ``secure_noise=None`` the global
+    ``skdpsco.set_config(secure_noise=True)``): a generator over the operating system's CSPRNG
+    (:func:`skdpsco._secure.secure_generator`), and any ``random_state`` other than ``None`` is
+    refused (:func:`skdpsco._secure.check_random_state_unset`). Otherwise:
 
     ``None``: fresh entropy from the operating system (numpy's ``SeedSequence``, 128 bits).
     An int: that seed (reproducible experiments; a release needs ``None``). A ``RandomState``:
@@ -80,7 +82,7 @@ def _generator(random_state) -> np.random.Generator:
     noise that is a function of 32 bits can be found by brute force by whoever knows the other
     rows (issue 18).
     """
-    if secure_mode():
+    if secure_mode(secure_noise):
         check_random_state_unset(random_state)
         return secure_generator()
     if isinstance(random_state, np.random.RandomState):
@@ -148,6 +150,7 @@ class BaseDPLinearModel(BaseEstimator):
         "verbose": ["verbose"],
         "feature_scaling": [StrOptions({"standard"}), None],
         "max_weight": [Interval(numbers.Real, 0, None, closed="neither")],
+        "secure_noise": ["boolean", None],
     }
 
     def __init__(
@@ -169,6 +172,7 @@ class BaseDPLinearModel(BaseEstimator):
         verbose=0,
         feature_scaling="standard",
         max_weight=1.0,
+        secure_noise=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -186,6 +190,7 @@ class BaseDPLinearModel(BaseEstimator):
         self.verbose = verbose
         self.feature_scaling = feature_scaling
         self.max_weight = max_weight
+        self.secure_noise = secure_noise
 
     # -- hooks ----------------------------------------------------------------------------
     @abstractmethod
@@ -361,7 +366,7 @@ class BaseDPLinearModel(BaseEstimator):
         # filled in a uniformly random order drawn here, before any budget is charged: the
         # solvers that read the rows in a random order (``shuffles_rows``) are given that order
         # and stream the copy in sequence.
-        rng = _generator(self.random_state)
+        rng = _generator(self.random_state, self.secure_noise)
         secure = is_secure(rng)  # secure mode: grid releases, their events as zCDP (:mod:`skdpsco._secure`)
         order_rng, task_rng = rng.spawn(2)
         order = order_rng.permutation(n_samples)
@@ -417,16 +422,18 @@ class BaseDPLinearModel(BaseEstimator):
         # Public quantities only, before the rows are read. The scaling release and several
         # tasks on the same rows compose: the per-task target is the largest whose composition
         # meets (epsilon, delta).
-        bounds = self._plan_bounds(row_bound)
-        scaling = self._plan_scaling(n_samples, n_features, row_bound)
-        releases = [plan.dp_event for plan in bounds.values()] + ([] if scaling is None else [scaling.dp_event])
         # In secure mode the bounds, the scaling and the single-release solvers release on a grid
         # with discrete Gaussian noise: zCDP of the planned rho (CKS20 Thm 4 / 14), not the
         # continuous Gaussian's exact curve (:func:`skdpsco._secure.secure_event`). The whole fit
         # is then converted by RDP, where a continuous Gaussian and the zCDP event of its rho have
         # the same curve: every Gaussian of the fit becomes that event (the calibration's RDP
-        # conversions are then closed forms instead of dp-accounting's per-order Gaussian sums).
-        as_zcdp = secure and (bool(releases) or getattr(solver, "grid_releases", False))
+        # conversions are then closed forms instead of dp-accounting's per-order Gaussian sums),
+        # and the shares are shares of the zCDP budget (:meth:`_budget_mu`).
+        with_releases = self.feature_scaling is not None or row_bound or self._private_target_bound
+        as_zcdp = secure and (with_releases or getattr(solver, "grid_releases", False))
+        bounds = self._plan_bounds(row_bound, as_zcdp)
+        scaling = self._plan_scaling(n_samples, n_features, row_bound, as_zcdp)
+        releases = [plan.dp_event for plan in bounds.values()] + ([] if scaling is None else [scaling.dp_event])
         if as_zcdp:
             releases = [secure_event(release) for release in releases]
 
@@ -441,7 +448,7 @@ class BaseDPLinearModel(BaseEstimator):
         elif len(tasks) == 1 and not releases and not as_zcdp:
             task_epsilon = float(self.epsilon)
         else:
-            task_epsilon = self._task_epsilon_guess(len(tasks), self._releases_share(row_bound))
+            task_epsilon = self._task_epsilon_guess(len(tasks), self._releases_share(row_bound), as_zcdp)
             spent = epsilon_of(fit_event(task_epsilon), float(self.delta))
             if not (1 - 1e-3) * float(self.epsilon) <= spent <= float(self.epsilon):
                 task_epsilon = 1.0 / calibrate_noise(
@@ -500,14 +507,25 @@ class BaseDPLinearModel(BaseEstimator):
         self.n_iter_ = np.array([-(-r.n_gradients // n_samples) for r in results], dtype=np.int32)
         self.solver_info_ = dict(results[0].info)
 
-    def _plan_bounds(self, row_bound: bool) -> dict:
+    def _budget_mu(self, as_zcdp: bool = False) -> float:
+        """``mu`` of the fit's budget, whose square the releases and the solver share: of the one
+        Gaussian release that meets (epsilon, delta) (``mu``-GDP, converted exactly), or with
+        ``as_zcdp`` (secure mode's grid releases, converted as zCDP) ``sqrt(2 rho)`` for the
+        largest ``rho``-zCDP meeting it (:func:`~skdpsco.accounting.calibrate_zcdp_rho`): a
+        Gaussian of multiplier ``z`` is ``1 / (2 z**2)``-zCDP, so shares of ``mu**2`` are shares of
+        ``rho``, and the composed fit meets (epsilon, delta) without a bisection."""
+        if as_zcdp:
+            return math.sqrt(2.0 * calibrate_zcdp_rho(float(self.epsilon), float(self.delta)))
+        return 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
+
+    def _plan_bounds(self, row_bound: bool, as_zcdp: bool = False) -> dict:
         """The plans of the private bounds (:mod:`._bounds`), by name (``'target'``, ``'rows'``
         when ``row_bound``), in the order they are drawn; each gets :data:`~._bounds.BOUND_SHARE`
         of the fit's ``mu**2`` (``delta > 0``) or ``epsilon`` (``delta = 0``)."""
         names = [name for name, wanted in (("target", self._private_target_bound), ("rows", row_bound)) if wanted]
         if float(self.delta) == 0.0:
             return {name: _bounds.plan_bound(pure_epsilon=_bounds.BOUND_SHARE * float(self.epsilon)) for name in names}
-        mu = 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
+        mu = self._budget_mu(as_zcdp)
         return {name: _bounds.plan_bound(gaussian_mu=math.sqrt(_bounds.BOUND_SHARE) * mu) for name in names}
 
     def _releases_share(self, row_bound: bool) -> float:
@@ -537,7 +555,7 @@ class BaseDPLinearModel(BaseEstimator):
         if "target" in bounds:
             self.y_bound_ = float(_bounds.SCALED_BOUND * target_scale)
 
-    def _plan_scaling(self, n_samples: int, n_features: int, row_bound: bool = False):
+    def _plan_scaling(self, n_samples: int, n_features: int, row_bound: bool = False, as_zcdp: bool = False):
         """The plan of the scaling release (:mod:`._scaling`), or ``None`` without scaling: a
         share :data:`~._scaling.SCALING_SHARE` of the fit's ``mu**2`` (``delta > 0``; ``mu`` of
         the one Gaussian release that meets (epsilon, delta)) or of its ``epsilon`` (``delta =
@@ -552,13 +570,14 @@ class BaseDPLinearModel(BaseEstimator):
         if float(self.delta) == 0.0:
             return _scaling.plan_scaling(n_samples, n_features, bound, pure_epsilon=share * float(self.epsilon),
                                          centred=centred)
-        mu = 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
+        mu = self._budget_mu(as_zcdp)
         return _scaling.plan_scaling(n_samples, n_features, bound, gaussian_mu=math.sqrt(share) * mu, centred=centred)
 
-    def _task_epsilon_guess(self, n_tasks: int, releases_share: float) -> float:
+    def _task_epsilon_guess(self, n_tasks: int, releases_share: float, as_zcdp: bool = False) -> float:
         """The per-task epsilon if every release is Gaussian: the epsilon of one task's share of
-        ``mu**2`` (exact then, and used as it is; where the calibration starts otherwise)."""
-        mu = 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
+        ``mu**2`` (:meth:`_budget_mu`; exact then, and used as it is; where the calibration
+        starts otherwise)."""
+        mu = self._budget_mu(as_zcdp)
         return exact_gaussian_epsilon(mu * math.sqrt((1.0 - releases_share) / n_tasks), float(self.delta))
 
     def _standardise(self, rows: np.ndarray, scaling, rng: np.random.Generator) -> tuple:
@@ -740,13 +759,14 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         feature_scaling="standard",
         max_weight=1.0,
         class_weight=None,
+        secure_noise=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
             fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state, accountant=accountant, verbose=verbose,
-            feature_scaling=feature_scaling, max_weight=max_weight,
+            feature_scaling=feature_scaling, max_weight=max_weight, secure_noise=secure_noise,
         )
         self.classes = classes
         self.class_weight = class_weight

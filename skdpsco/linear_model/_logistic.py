@@ -125,6 +125,12 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         Public weight of each class's rows, ``{label: weight}`` (a label not in the dict gets 1),
         multiplied into ``sample_weight``; every value at most ``max_weight``. ``'balanced'`` is
         refused: its weights are computed from the label counts of ``y``, an unaccounted release.
+    secure_noise : bool or None, default=None
+        Secure mode for this fit: ``True`` draws all its randomness from the operating system's
+        cryptographically secure generator, refuses a ``random_state`` other than ``None`` and
+        releases its single noisy statistics on a grid with exact discrete noise (see
+        :func:`skdpsco.set_config` and the user guide's "Secure mode"); ``False``: numpy's
+        seeded generator; ``None``: the global ``skdpsco.get_config()['secure_noise']``.
 
     Attributes
     ----------

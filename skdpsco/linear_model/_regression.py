@@ -34,7 +34,7 @@ class DPLpRegression(SmoothingMixin, RegressorMixin, BaseDPLinearModel):
     Parameters
     ----------
     epsilon, delta, data_norm, alpha, fit_intercept, algorithm, constraint, constraint_p, \
-step_scale, solver_options, random_state, accountant, verbose, feature_scaling, max_weight
+step_scale, solver_options, random_state, accountant, verbose, feature_scaling, max_weight, secure_noise
         As in :class:`~skdpsco.DPLogisticRegression`. The private target bound
         (``y_bound='private'``) is released from the unweighted targets.
     radius : float or None, default=None
@@ -133,6 +133,7 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
         smoothing_width=None,
         feature_scaling="standard",
         max_weight=1.0,
+        secure_noise=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
@@ -140,6 +141,7 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state,
             accountant=accountant, verbose=verbose, feature_scaling=feature_scaling, max_weight=max_weight,
+            secure_noise=secure_noise,
         )
         self.p = p
         self.y_bound = y_bound

@@ -31,7 +31,7 @@ class DPHingeSVM(SmoothingMixin, BaseDPLinearClassifier):
     ----------
     epsilon, delta, data_norm, alpha, fit_intercept, algorithm, constraint, \
 constraint_p, step_scale, solver_options, random_state, accountant, verbose, classes, feature_scaling, \
-max_weight, class_weight
+max_weight, class_weight, secure_noise
         As in :class:`~skdpsco.DPLogisticRegression`. With one-vs-rest, a row's weight (its
         ``sample_weight`` times its own class's ``class_weight``) weighs its loss in every
         class's model, as in ``SGDClassifier``.
@@ -116,6 +116,7 @@ max_weight, class_weight
         feature_scaling="standard",
         max_weight=1.0,
         class_weight=None,
+        secure_noise=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
@@ -123,7 +124,7 @@ max_weight, class_weight
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state,
             accountant=accountant, verbose=verbose, classes=classes, feature_scaling=feature_scaling,
-            max_weight=max_weight, class_weight=class_weight,
+            max_weight=max_weight, class_weight=class_weight, secure_noise=secure_noise,
         )
         self.loss = loss
         self.q = q
