@@ -12,7 +12,7 @@ from scipy.optimize import minimize
 
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
 from skdpsco.accounting import epsilon_of, exact_gaussian_epsilon, gaussian_noise_multiplier
-from skdpsco.losses import LogisticLoss, MultinomialLogisticLoss
+from skdpsco.losses import LogisticLoss, MultinomialLogisticLoss, WeightedLoss, weighted_targets
 from skdpsco.solvers import ALGORITHMS, Problem
 from skdpsco.solvers._core import margin_gradient
 from skdpsco.solvers.newton import (
@@ -97,13 +97,16 @@ def test_packing_is_an_isometry_and_unpacking_inverts_it():
     assert noise[:, 0, 1].var() == pytest.approx(0.5, rel=0.1)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("coef_shape", [(4,), (3, 4)])
-def test_random_replace_one_neighbours_stay_within_the_sensitivities(coef_shape):
-    # For random datasets, points of the ball and replaced rows (labels too), the averaged gradient
-    # and the packed averaged Hessian move by at most the claimed sensitivities.
+def test_random_replace_one_neighbours_stay_within_the_sensitivities(coef_shape, weighted):
+    # For random datasets, points of the ball and replaced rows (labels, and weights in [0, 1] for
+    # weighted rows, too), the averaged gradient and the packed averaged Hessian move by at most
+    # the claimed sensitivities.
     rng = np.random.default_rng(1)
     n, radius = 7, 3.0
     problem = make_problem(n, coef_shape, radius=radius)
+    loss = WeightedLoss(problem.loss) if weighted else problem.loss
     multiclass = len(coef_shape) == 2
     worst_gradient = worst_hessian = 0.0
     for _ in range(300):
@@ -113,8 +116,13 @@ def test_random_replace_one_neighbours_stay_within_the_sensitivities(coef_shape)
         X2, y2 = X.copy(), y.copy()
         X2[0] = rows_in_ball(rng, 1, coef_shape[-1])[0]
         y2[0] = rng.integers(0, coef_shape[0]) if multiclass else rng.choice([-1.0, 1.0])
-        g1, H1 = loss_derivatives(w, X, y, problem.loss, True)
-        g2, H2 = loss_derivatives(w, X2, y2, problem.loss, True)
+        if weighted:
+            c = rng.uniform(0.0, 1.0, n) ** 0.25
+            c2 = c.copy()
+            c2[0] = rng.uniform() ** 0.25
+            y, y2 = weighted_targets(y, c), weighted_targets(y2, c2)
+        g1, H1 = loss_derivatives(w, X, y, loss, True)
+        g2, H2 = loss_derivatives(w, X2, y2, loss, True)
         worst_gradient = max(worst_gradient, np.linalg.norm(g1 - g2))
         worst_hessian = max(worst_hessian, np.linalg.norm(pack_symmetric(H1) - pack_symmetric(H2)))
     assert worst_gradient <= gradient_sensitivity(problem)
@@ -153,24 +161,28 @@ def test_multinomial_curvature_matrix_frobenius_norm_is_at_most_one_half():
     assert np.linalg.norm(np.diag(s) - np.outer(s, s)) == pytest.approx(0.5)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("coef_shape", [(3,), (3, 3)])
-def test_derivatives_are_the_core_gradient_and_the_exact_hessian(coef_shape):
+def test_derivatives_are_the_core_gradient_and_the_exact_hessian(coef_shape, weighted):
     rng = np.random.default_rng(3)
     n = 10_000  # more than one block of rows
     problem = make_problem(n, coef_shape)
     X = rows_in_ball(rng, n, coef_shape[-1])
     y = rng.integers(0, 3, n) if len(coef_shape) == 2 else rng.choice([-1.0, 1.0], n)
+    loss = problem.loss
+    if weighted:  # the estimators' sample_weight: each row's loss times c in [0, 1]
+        loss, y = WeightedLoss(loss), weighted_targets(y, rng.uniform(0.0, 1.0, n))
     w = point_in_ball(rng, int(np.prod(coef_shape)), 2.0).reshape(coef_shape)
-    gradient, hessian = loss_derivatives(w, X, y, problem.loss, True)
-    np.testing.assert_allclose(gradient, margin_gradient(problem.loss)(w, X, y), rtol=1e-10, atol=1e-14)
+    gradient, hessian = loss_derivatives(w, X, y, loss, True)
+    np.testing.assert_allclose(gradient, margin_gradient(loss)(w, X, y), rtol=1e-10, atol=1e-14)
     # Hessian: central differences of the core gradient
     step = 1e-5
     columns = []
     for j in range(w.size):
         e = np.zeros(w.size)
         e[j] = step
-        plus = margin_gradient(problem.loss)(w + e.reshape(coef_shape), X, y)
-        minus = margin_gradient(problem.loss)(w - e.reshape(coef_shape), X, y)
+        plus = margin_gradient(loss)(w + e.reshape(coef_shape), X, y)
+        minus = margin_gradient(loss)(w - e.reshape(coef_shape), X, y)
         columns.append(((plus - minus) / (2 * step)).ravel())
     np.testing.assert_allclose(hessian, np.array(columns).T, atol=1e-7)
     np.testing.assert_allclose(hessian, hessian.T)
@@ -273,6 +285,22 @@ def test_estimator_fits_binary_and_multiclass_within_the_budget():
         assert ledger.history[0].event == model.dp_event_
         assert model.solver_info_["n_steps"] == PrivateNewton().n_steps
         assert model.score(X, y) > 0.8
+
+
+def test_weighted_fits_run_and_ones_give_the_unweighted_model():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(2000, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=2000) > 0).astype(int)
+
+    def fit(sample_weight):
+        return DPLogisticRegression(epsilon=5.0, algorithm="newton", classes=[0, 1], max_weight=2.0, random_state=0,
+                                    accountant=PrivacyAccountant()).fit(X, y, sample_weight=sample_weight)
+
+    plain = DPLogisticRegression(epsilon=5.0, algorithm="newton", classes=[0, 1], random_state=0,
+                                 accountant=PrivacyAccountant(), alpha=0.0).fit(X, y)
+    np.testing.assert_array_equal(fit(np.full(2000, 2.0)).coef_, plain.coef_)
+    weighted = fit(rng.uniform(0.0, 2.0, 2000))
+    assert weighted.epsilon_ <= 5.0 and weighted.score(X, y) > 0.75
 
 
 @pytest.mark.parametrize("make", [lambda: DPHingeSVM(algorithm="newton"), lambda: DPLpRegression(algorithm="newton")])

@@ -136,7 +136,7 @@ ALGORITHMS = {
 WEIGHTED_ALGORITHMS = frozenset({
     "snowball", "snowball_constant", "pnsgd", "skip_pnsgd", "stop_pnsgd", "multipass_pnsgd",
     "phased_sgd", "phased_erm", "strongly_convex", "output_perturbation", "gradient_perturbation",
-    "ftrl", "localization", "epoch_growth", "noisy_gd", "objective_perturbation",
+    "ftrl", "localization", "epoch_growth", "noisy_gd", "objective_perturbation", "newton",
 })
 """The ``algorithm=`` names whose privacy analysis is verified for weighted rows
 (:class:`skdpsco.losses.WeightedLoss`: row ``i``'s loss times ``c_i`` in ``[0, 1]``, the estimators'
@@ -161,7 +161,10 @@ row of the public domain (``skdpsco.losses.WeightedLoss``):
   iteration counts (from ``L`` and ``beta``), and Wang et al.'s Thm 7 (monotone in ``H``);
 * ``'objective_perturbation'``: a row's Hessian ``c phi'' x x^T`` has its eigenvalue in
   ``[0, beta]`` and its gradient ``c phi' x`` norm ``<= L`` on all of ``R^p``, the two facts of the
-  log-determinant and linear-term bounds (:mod:`skdpsco.solvers.objective`).
+  log-determinant and linear-term bounds (:mod:`skdpsco.solvers.objective`);
+* ``'newton'``: a row's gradient ``c phi' x`` has norm ``<= L`` and its Hessian ``c h`` is positive
+  semidefinite with ``||c h||_F <= b``, the two facts of the gradient and Hessian sensitivities
+  (:mod:`skdpsco.solvers.newton`), whose solver weights each row's Hessian as its gradient.
 """
 
 

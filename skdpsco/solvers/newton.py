@@ -51,6 +51,10 @@ Neighbouring datasets differ in one row (replace-one, ``n`` public).
   h') / n`` with ``h = hess f(w, z_i)``, ``h' = hess f(w, z'_i)``; both are positive semidefinite
   (the losses are convex), so ``<h, h'>_F = tr(h h') >= 0`` and ``||h - h'||_F**2 = ||h||_F**2 +
   ||h'||_F**2 - 2 <h, h'>_F <= 2 b**2``. (The triangle inequality would give ``2 b``.)
+* **Weighted rows** (:class:`~skdpsco.losses.WeightedLoss`, the estimators' ``sample_weight``):
+  row ``i``'s loss times ``c_i`` in ``[0, 1]`` has gradient norm ``c_i ||grad f|| <= L`` and Hessian
+  ``c_i h``, positive semidefinite with ``||c_i h||_F <= b``: both bounds, and the two
+  sensitivities, hold unchanged.
 * **Vectorisation of a symmetric matrix.** The release is ``u(H) + N(0, s**2 I)`` with ``u(H) =
   (H_ii, sqrt(2) H_ij for i < j)``, an isometry from the symmetric matrices with the Frobenius
   norm onto ``R^{m (m + 1) / 2}`` (an off-diagonal entry appears twice in ``||H||_F**2``, once in
@@ -93,7 +97,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, softmax
 
 from ..accounting import epsilon_of, gaussian_event, gaussian_noise_multiplier
-from ..losses import LogisticLoss, MultinomialLogisticLoss
+from ..losses import LogisticLoss, MultinomialLogisticLoss, WeightedLoss
 from ._core import SolverResult, project_to_ball, release_noise
 from .noisy_gd import _NOISE_SAFETY  # the same round-up of a closed-form noise level
 
@@ -129,15 +133,19 @@ def row_hessian_bound(problem: Problem) -> float:
       1 / 4``: ``||hess||_F <= B**2 / 2``, the loss's ``beta`` (attained at ``s = (1/2, 1/2, 0,
       ...)``).
 
+    A :class:`~skdpsco.losses.WeightedLoss` of one of them has the same bound (``c h`` with ``c`` in
+    ``[0, 1]``).
+
     Raises
     ------
     ValueError
         For any other loss, naming the algorithms that train it.
     """
-    if type(problem.loss) not in SUPPORTED_LOSSES:
+    loss = problem.loss.base if isinstance(problem.loss, WeightedLoss) else problem.loss
+    if type(loss) not in SUPPORTED_LOSSES:
         raise ValueError(
             f"algorithm='newton' supports the logistic and multinomial logistic losses only (their "
-            f"Hessian sensitivity is derived in skdpsco.solvers.newton); got the loss {problem.loss.name!r}. "
+            f"Hessian sensitivity is derived in skdpsco.solvers.newton); got the loss {loss.name!r}. "
             "Use algorithm='noisy_gd' or 'auto' for it."
         )
     return float(problem.constants.smoothness)
@@ -231,32 +239,37 @@ def loss_derivatives(w: np.ndarray, X: np.ndarray, y: np.ndarray, loss, hessian:
     """Averaged loss gradient at ``w`` (shape of ``w``) and, with ``hessian``, the averaged loss
     Hessian in the flattened parameter (``(w.size, w.size)``; ``None`` otherwise), in one pass over
     row blocks of :data:`HESSIAN_BLOCK`, each block's margins computed once. The gradient is
-    :func:`~._core.margin_gradient`'s formula (``tests/test_newton.py`` checks they agree)."""
+    :func:`~._core.margin_gradient`'s formula (``tests/test_newton.py`` checks they agree); with a
+    :class:`~skdpsco.losses.WeightedLoss` (``y`` its :func:`~skdpsco.losses.weighted_targets`) each
+    row's Hessian is multiplied by its weight, as its gradient is."""
     n = X.shape[0]
     gradient = np.zeros(w.shape)
     total = np.zeros((w.size, w.size)) if hessian else None
+    weighted = isinstance(loss, WeightedLoss)
     for start in range(0, n, HESSIAN_BLOCK):
-        X_block = X[start : start + HESSIAN_BLOCK]
+        X_block, y_block = X[start : start + HESSIAN_BLOCK], y[start : start + HESSIAN_BLOCK]
         margins = X_block @ w.T
-        gradient += loss.derivative(margins, y[start : start + HESSIAN_BLOCK]).T @ X_block
+        gradient += loss.derivative(margins, y_block).T @ X_block
         if hessian:
-            _add_hessian(total, margins, X_block)
+            _add_hessian(total, margins, X_block, y_block["weight"] if weighted else None)
     return gradient / n, (total / n if hessian else None)
 
 
-def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray) -> None:
+def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weights: np.ndarray | None) -> None:
     """Add the summed loss Hessians of the rows ``X`` with ``margins`` to ``total`` (logistic: ``X^T
-    diag(phi'') X``, one symmetric rank-``k`` update; multinomial: the blocks ``(k, l)`` of ``X^T
-    diag(s_k (delta_kl - s_l)) X``, parameter flattened row by row)."""
+    diag(c phi'') X``, one symmetric rank-``k`` update; multinomial: the blocks ``(k, l)`` of ``X^T
+    diag(c s_k (delta_kl - s_l)) X``, parameter flattened row by row), ``c`` the rows' weights
+    (``None``: all 1)."""
+    c = 1.0 if row_weights is None else np.asarray(row_weights, dtype=np.float64)
     if margins.ndim == 1:
-        weighted = X * np.sqrt(expit(margins) * expit(-margins))[:, None]
-        total += weighted.T @ weighted  # A.T @ A: numpy calls the symmetric BLAS update
+        scaled = X * np.sqrt(c * expit(margins) * expit(-margins))[:, None]
+        total += scaled.T @ scaled  # A.T @ A: numpy calls the symmetric BLAS update
         return
     n_classes, p = margins.shape[1], X.shape[1]
     probabilities = softmax(margins, axis=1)
     for k in range(n_classes):
         for l in range(k, n_classes):
-            weights = probabilities[:, k] * (float(k == l) - probabilities[:, l])
+            weights = c * probabilities[:, k] * (float(k == l) - probabilities[:, l])
             block = (X * weights[:, None]).T @ X
             total[k * p : (k + 1) * p, l * p : (l + 1) * p] += block
             if l != k:
