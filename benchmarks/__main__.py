@@ -1,5 +1,6 @@
 """``python -m benchmarks quick`` (about 3 minutes on 2 cores) or ``python -m benchmarks full`` (30 minutes on
-2 cores, timed in one run: ``benchmarks/results/full_summary.md``).
+2 cores, timed in one run: ``benchmarks/results/full_summary.md``); ``python -m benchmarks scale [options]``
+runs the scale-out section alone (:mod:`benchmarks.scale`: sparse text features).
 
 Runs the speed, utility and rates benchmarks and writes, under ``benchmarks/results/``: one markdown
 table and one JSON file per benchmark (and per utility dataset), PNG plots when matplotlib is
@@ -11,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import numpy as np
 
-from . import ledger, rates, sparse, speed, utility
+from . import ledger, rates, scale, sparse, speed, utility
 from .machine import machine_info
 
 MODES = {
@@ -42,6 +44,10 @@ def _epsilon_one_rows(table: str) -> str:
 
 
 def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["scale"]:
+        scale.main(argv[1:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", choices=sorted(MODES))
     args = parser.parse_args(argv)

@@ -17,6 +17,7 @@ from abc import abstractmethod
 
 import dp_accounting
 import numpy as np
+from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -37,7 +38,7 @@ from ..accounting import (
 )
 from ..losses import PowerLoss, WeightedLoss, weighted_targets
 from ..solvers import ALGORITHMS, WEIGHTED_ALGORITHMS, Problem, select_algorithm
-from ..solvers._core import clip_rows, clipped_rows_in_order, row_norms
+from ..solvers._core import canonical_csr, clip_rows, clipped_rows_in_order, row_norms, with_constant_column
 from . import _bounds, _scaling
 
 
@@ -131,6 +132,7 @@ class BaseDPLinearModel(BaseEstimator):
     """
 
     _numeric_targets = True
+    _sparse_input = False  # set by each fit from the format of X (public): see _scales_features
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -251,11 +253,25 @@ class BaseDPLinearModel(BaseEstimator):
         return None if self.feature_scaling is not None else 1.0
 
     @property
+    def _scales_features(self) -> bool:
+        """Whether ``fit`` standardises the features (:mod:`._scaling`): ``feature_scaling`` on,
+        and dense rows. Sparse rows are not standardised (:attr:`_releases_row_bound`)."""
+        return self.feature_scaling is not None and not self._sparse_input
+
+    @property
     def _releases_row_bound(self) -> bool:
-        """Whether ``fit`` releases one bound on the row norms (:mod:`._bounds`), with feature
-        scaling in place of the per-feature orders of magnitude (:mod:`._scaling` step 0):
-        ``data_norm='private'``."""
-        return self.data_norm == "private"
+        """Whether ``fit`` releases one bound on the row norms (:mod:`._bounds`): with
+        ``data_norm='private'`` (with feature scaling, in place of the per-feature orders of
+        magnitude of :mod:`._scaling` step 0), and on sparse rows with ``data_norm=None`` and
+        ``feature_scaling`` on, where it replaces the per-feature scaling. Per-feature statistics
+        of a sparse vocabulary are noise for all but its most frequent columns at any practical
+        ``n`` (each feature's noise is that of a dense one, its signal its few non-zeros), and
+        the scaling's public clip norm grows with ``sqrt(d)`` where a sparse row's norm grows
+        with its non-zeros: on TF-IDF rows the scaled default stayed at the majority class
+        (``benchmarks/results/scale.md``)."""
+        if self.data_norm == "private":
+            return True
+        return self._sparse_input and self.data_norm is None and self.feature_scaling is not None
 
     @property
     def _private_target_bound(self) -> bool:
@@ -267,9 +283,9 @@ class BaseDPLinearModel(BaseEstimator):
         """Norm bound of the rows the solver reads: ``data_norm``, 1 when the rows are
         standardised first (:mod:`._scaling` bounds them by 1), or :data:`~._bounds.SCALED_BOUND`
         when they are divided by a private row bound."""
-        if self.feature_scaling is not None:
+        if self._scales_features:
             return 1.0
-        return _bounds.SCALED_BOUND if self.data_norm == "private" else self._data_norm
+        return _bounds.SCALED_BOUND if self._releases_row_bound else self._data_norm
 
     @property
     def _row_norm_bound(self) -> float:
@@ -286,8 +302,13 @@ class BaseDPLinearModel(BaseEstimator):
         model on the standardised, clipped rows: the model is a function of the rows ``fit`` could
         have seen, and a row ``fit`` would have shrunk is shrunk here too."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=False, dtype=np.float64, reset=False)
-        shrunk = clip_rows(_scaling.divide_by_powers_of_two(X, self.feature_scales_), self.row_norm_)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64, reset=False)
+        if sparse.issparse(X):
+            # a model fitted on sparse rows predicts on sparse rows; one fitted on dense rows
+            # (standardised) on the same rows made dense, whose width it was fitted on
+            X = canonical_csr(X) if self.standardisation_ is None else X.toarray()
+        shrunk = _scaling.divide_by_powers_of_two(X, self.feature_scales_)
+        shrunk = clip_rows(shrunk, self.row_norm_, out=shrunk)
         if self.standardisation_ is not None:
             mean, scale, clip_norm = self.standardisation_
             standardised = (shrunk - mean) / scale
@@ -301,7 +322,7 @@ class BaseDPLinearModel(BaseEstimator):
         :func:`skdpsco.defaults.classifier_radius` of the number of features (subclasses may
         derive their own default from public quantities)."""
         if self.radius is None:
-            return classifier_radius(self.n_features_in_, self.feature_scaling is not None)
+            return classifier_radius(self.n_features_in_, self._scales_features)
         return float(self.radius)
 
     def _row_weights(self, sample_weight, X: np.ndarray, y: np.ndarray) -> np.ndarray | None:
@@ -350,9 +371,13 @@ class BaseDPLinearModel(BaseEstimator):
     def _fit_steps(self, X, y, sample_weight=None) -> None:
         # X's NaN / infinity check is left to the pass that clips it (one read of X fewer)
         X, y = validate_data(
-            self, X, y, accept_sparse=False, dtype=np.float64, ensure_min_samples=2,
+            self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, ensure_min_samples=2,
             y_numeric=self._numeric_targets, ensure_all_finite=False,
         )
+        # public: the format of the input, not its values; read by the properties that plan the fit
+        self._sparse_input = is_sparse = sparse.issparse(X)
+        if is_sparse:
+            X = canonical_csr(X)
         targets = self._encode_targets(y)
         # Weighted rows (``WeightedLoss``): the loss of row i times c_i = w_i / max_weight and the
         # ridge term divided by max_weight, the minimiser of scikit-learn's weighted objective
@@ -374,7 +399,9 @@ class BaseDPLinearModel(BaseEstimator):
         data_norm = self._data_norm
         row_bound = self._releases_row_bound
         fill = self._solver_data_norm if self.fit_intercept else None
-        rows = clipped_rows_in_order(X, order, np.inf if data_norm is None else data_norm, fill=fill)
+        # sparse rows get their intercept column after the row-bound release, which reads the features only
+        rows = clipped_rows_in_order(X, order, np.inf if data_norm is None else data_norm,
+                                     fill=None if is_sparse else fill)
         del X
         tasks = self._tasks(targets[order])
         if weights is not None:
@@ -402,7 +429,8 @@ class BaseDPLinearModel(BaseEstimator):
                 f"output perturbation); got algorithm={self.algorithm!r}. Choose one of those "
                 "algorithms, or a delta > 0."
             )
-        algorithm = select_algorithm(problem, self.constraint) if self.algorithm == "auto" else self.algorithm
+        algorithm = (select_algorithm(problem, self.constraint, sparse_rows=is_sparse) if self.algorithm == "auto"
+                     else self.algorithm)
         solver = self._configured_solver(algorithm)
         if weighted and algorithm not in WEIGHTED_ALGORITHMS:
             chosen = f"algorithm='auto' chose {algorithm!r}, which" if self.algorithm == "auto" else f"algorithm={algorithm!r}"
@@ -429,7 +457,7 @@ class BaseDPLinearModel(BaseEstimator):
         # the same curve: every Gaussian of the fit becomes that event (the calibration's RDP
         # conversions are then closed forms instead of dp-accounting's per-order Gaussian sums),
         # and the shares are shares of the zCDP budget (:meth:`_budget_mu`).
-        with_releases = self.feature_scaling is not None or row_bound or self._private_target_bound
+        with_releases = self._scales_features or row_bound or self._private_target_bound
         as_zcdp = secure and (with_releases or getattr(solver, "grid_releases", False))
         bounds = self._plan_bounds(row_bound, as_zcdp)
         scaling = self._plan_scaling(n_samples, n_features, row_bound, as_zcdp)
@@ -479,6 +507,8 @@ class BaseDPLinearModel(BaseEstimator):
         if scaling is not None:
             magnitudes, *standardisation = self._standardise(rows, scaling, order_rng.spawn(1)[0])
             feature_scales, row_norm = feature_scales * magnitudes, scaling.data_norm
+        if is_sparse and fill is not None:
+            rows = with_constant_column(rows, fill)
         task_rngs = task_rng.spawn(len(tasks))
         in_sequence = {"order": np.arange(n_samples)} if getattr(solver, "shuffles_rows", False) else {}
         run_problem = task_problem  # planned on the loss of one row: its constants hold for weighted rows too
@@ -532,7 +562,7 @@ class BaseDPLinearModel(BaseEstimator):
         """Share of the fit's budget spent before the solver: the private bounds and the feature
         scaling (:meth:`_plan_bounds`, :meth:`_plan_scaling`)."""
         share = _bounds.BOUND_SHARE * (self._private_target_bound + row_bound)
-        if self.feature_scaling is not None:
+        if self._scales_features:
             magnitudes = self._data_norm is None and not row_bound
             share += _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if magnitudes else 0.0)
         return share
@@ -541,7 +571,7 @@ class BaseDPLinearModel(BaseEstimator):
         """Release a power of two ``s`` above most row norms (:func:`~._bounds.release_bound`),
         divide the rows' features by it and clip them to :data:`~._bounds.SCALED_BOUND`, in place.
         Returns ``(feature_scales, row_norm)`` in the form prediction reads them."""
-        features = rows[:, :-1] if self.fit_intercept else rows
+        features = rows[:, :-1] if self.fit_intercept and not sparse.issparse(rows) else rows
         scales = np.full(features.shape[1], _bounds.release_bound(row_norms(features), plan, rng))
         _scaling.divide_by_powers_of_two(features, scales, out=features)
         clip_rows(features, _bounds.SCALED_BOUND, out=features)
@@ -562,7 +592,7 @@ class BaseDPLinearModel(BaseEstimator):
         0``), plus :data:`~._scaling.MAGNITUDE_SHARE` for the orders of magnitude when there is
         no public ``data_norm`` and no private row bound (``row_bound``: the rows are then
         bounded by :data:`~._bounds.SCALED_BOUND`)."""
-        if self.feature_scaling is None:
+        if not self._scales_features:
             return None
         bound = _bounds.SCALED_BOUND if row_bound else self._data_norm
         share = _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if bound is None else 0.0)
@@ -776,8 +806,10 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Dense training rows (sparse input is not supported: convert with ``.toarray()``).
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows: dense, or a scipy sparse matrix (CSR, CSC and the other formats are
+            converted to canonical CSR, never densified; every algorithm runs on it, see
+            ``feature_scaling`` for what changes).
         y : array-like of shape (n_samples,)
             Labels, all in ``classes`` when it is given.
         sample_weight : array-like of shape (n_samples,), float or None, default=None
@@ -869,7 +901,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -880,7 +912,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         # A differentially private model trades accuracy for privacy by design: on the small
         # datasets of the common checks its accuracy is limited by the noise.
         tags.classifier_tags.poor_score = True

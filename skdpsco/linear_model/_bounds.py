@@ -24,7 +24,7 @@ import numpy as np
 
 from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
-from ..solvers._core import release_noise
+from ..solvers._core import is_dask, release_noise
 from ._scaling import MAGNITUDE_RANGE, MAGNITUDE_THRESHOLD, magnitude_counts
 
 __all__ = ["BOUND_SHARE", "SCALED_BOUND", "BoundPlan", "plan_bound", "release_bound", "scale_targets"]
@@ -114,7 +114,8 @@ def release_bound(values: np.ndarray, plan: BoundPlan, rng: np.random.Generator,
     fallback_cap : int or None
         Largest order the fallback may release (``None``: no cap).
     """
-    counts = magnitude_counts(np.asarray(values, dtype=float).reshape(-1, 1))[0]
+    values = values if is_dask(values) else np.asarray(values, dtype=float)
+    counts = magnitude_counts(values[:, None])[0]
     sensitivity = HISTOGRAM_SENSITIVITY["l1" if plan.laplace else "l2"]
     noisy = noisy_release(counts, plan.noise, rng, sensitivity=sensitivity, laplace=plan.laplace, release=release_noise)
     significant = np.flatnonzero(noisy > MAGNITUDE_THRESHOLD * plan.count_std)

@@ -40,8 +40,10 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         orders of magnitude: cheaper, but one feature much larger than the others then
         dominates the bound (``benchmarks/results/private_bounds.md``). ``None``: with
         ``feature_scaling`` the private per-feature orders of magnitude (``row_norm_`` holds the
-        bound used); without it, the fixed norm 1, with a :class:`~skdpsco.PrivacyWarning`
-        saying so (its text depends on the parameters only).
+        bound used), or on sparse rows one private row bound as with ``'private'`` (see
+        ``feature_scaling``); without it, the fixed norm 1, with a :class:`~skdpsco.PrivacyWarning`
+        saying so (its text depends on the parameters only). TF-IDF rows
+        (``TfidfVectorizer``'s default ``norm='l2'``) have the public bound ``data_norm=1``.
     radius : float or None, default=None
         Public radius of the parameter domain of the rows the solver reads (norm at most 1 with
         ``feature_scaling``, ``data_norm`` without): their ``(coef, intercept / c)``, ``c`` that
@@ -110,6 +112,12 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         share of the budget (``_scaling.SCALING_SHARE``, ``MAGNITUDE_SHARE``). ``None``: train on
         the clipped rows as they are (the models of earlier releases). The statistics are of the
         unweighted rows (``StandardScaler`` without ``sample_weight``): weights weigh the loss only.
+        Sparse rows (CSR, or CSC and the other scipy formats, converted) are not standardised:
+        centring would make them dense, and on a sparse vocabulary the per-feature statistics
+        are noise for all but the most frequent columns (a feature's noise is a dense feature's,
+        its signal its few non-zeros) while the clip norm ``sqrt(d)`` grows with the vocabulary;
+        with ``data_norm=None`` ``fit`` releases one row bound instead, as ``'private'`` does.
+        Measured on TF-IDF rows in ``benchmarks/results/scale.md``.
     max_weight : float, default=1.0
         Public bound on every row's weight (``sample_weight`` of ``fit`` times the row's
         ``class_weight``); a larger weight is an error. Row ``i``'s loss is multiplied by
@@ -207,7 +215,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -225,7 +233,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------

@@ -152,8 +152,10 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Dense training rows (sparse input is not supported: convert with ``.toarray()``).
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows: dense, or a scipy sparse matrix (CSR, CSC and the other formats are
+            converted to canonical CSR, never densified; every algorithm runs on it, see
+            ``feature_scaling`` for what changes).
         y : array-like of shape (n_samples,)
             Targets; clipped to ``[-y_bound, y_bound]``.
         sample_weight : array-like of shape (n_samples,), float or None, default=None
@@ -207,7 +209,7 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -217,7 +219,7 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         # Privacy noise limits the fit on the small datasets of the common checks.
         tags.regressor_tags.poor_score = True
         return tags

@@ -36,11 +36,12 @@ from dataclasses import dataclass
 
 import dp_accounting
 import numpy as np
+from scipy import sparse
 
 from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
 from ..solvers import growth
-from ..solvers._core import ROW_BLOCK, clip_rows, release_noise
+from ..solvers._core import ROW_BLOCK, _dask, clip_rows, is_dask, release_noise
 
 __all__ = [
     "CENTRED_NORM_FACTOR",
@@ -227,8 +228,13 @@ def divide_by_powers_of_two(X: np.ndarray, scales: np.ndarray, out: np.ndarray |
     raise on one dataset and not on its neighbour, an unaccounted release (issue 15's audit).
 
     Exact: a product by a power of two only changes the exponent (correctly rounded, as
-    ``np.ldexp``, where the result is subnormal)."""
+    ``np.ldexp``, where the result is subnormal). A CSR ``X`` keeps its sparsity pattern
+    (:func:`_divide_sparse_by_powers_of_two`; ``out`` is then ``None`` or ``X``)."""
+    if is_dask(X):  # a lazy map of the row blocks; ``out`` does not apply
+        return _dask().map_rows(X, divide_by_powers_of_two, scales)
     exponents = np.rint(np.log2(scales)).astype(np.int64)
+    if sparse.issparse(X):
+        return _divide_sparse_by_powers_of_two(X, exponents, in_place=out is X)
     shrinking = exponents < 0  # only a division by a power below 1 can overflow
     limits = np.ldexp(1.0, 1023 + exponents[shrinking])
     overflowing = (np.abs(X[:, shrinking]) >= limits).any(axis=1)
@@ -244,9 +250,29 @@ def divide_by_powers_of_two(X: np.ndarray, scales: np.ndarray, out: np.ndarray |
     return out
 
 
+def _divide_sparse_by_powers_of_two(X, exponents: np.ndarray, in_place: bool):
+    """:func:`divide_by_powers_of_two` of a CSR ``X`` by ``2**exponents``, on its stored entries,
+    with the same rule for a row that would overflow."""
+    columns = X.indices
+    with np.errstate(over="ignore"):  # no warning: it would tell that some row overflowed
+        data = X.data * np.ldexp(1.0, -exponents)[columns]  # before any entry is overwritten
+    entries = np.flatnonzero(~np.isfinite(data))
+    for row in np.unique(np.searchsorted(X.indptr, entries, side="right") - 1):
+        block = slice(X.indptr[row], X.indptr[row + 1])
+        with np.errstate(divide="ignore"):
+            top = np.max(np.log2(np.abs(X.data[block])) - exponents[columns[block]])
+        extra = int(np.ceil(top)) - OVERFLOW_SAFE_EXPONENT
+        data[block] = np.ldexp(X.data[block], -exponents[columns[block]] - extra)
+    out = X if in_place else X.copy()
+    out.data = data
+    return out
+
+
 def magnitude_counts(X: np.ndarray, block: int = ROW_BLOCK) -> np.ndarray:
     """The ``(n_features, 2 * MAGNITUDE_RANGE + 1)`` histograms of :func:`magnitude_bins`, zeros
     left out, counted ``block`` rows at a time (the temporaries stay a block's size, not ``X``'s)."""
+    if is_dask(X):  # one pass: the blocks' histograms, summed
+        return _dask().block_sum(magnitude_counts, X)
     n_features = X.shape[1]
     width = 2 * MAGNITUDE_RANGE + 1
     offsets = np.arange(n_features) * width
@@ -356,21 +382,46 @@ def release_moments(rows: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     mean_sensitivity, second_sensitivity = moment_sensitivities(d, plan.laplace)
     mean = np.zeros(d)
     if plan.centred:
-        sums = rows.sum(axis=0) / plan.data_norm
+        sums = column_sums(rows) / plan.data_norm
         noisy_sums = noisy_release(sums, plan.noise_scale, rng, sensitivity=mean_sensitivity, laplace=plan.laplace,
                                    release=release_noise)
         mean = noisy_sums * plan.data_norm / n
     clip = plan.centred_norm
-    squares = np.zeros(d)
-    for start in range(0, rows.shape[0], ROW_BLOCK):
-        block = clip_rows(rows[start:start + ROW_BLOCK] - mean, clip)
-        squares += np.einsum("ij,ij->j", block, block)
-    squares /= clip**2
+    squares = centred_square_sums(rows, mean, clip) / clip**2
     noisy_squares = noisy_release(squares, plan.noise_scale, rng, sensitivity=second_sensitivity, laplace=plan.laplace,
                                   release=release_noise)
     second = noisy_squares * clip**2 / n
     variance = np.maximum(second, plan.moment_noise_std * clip**2)
     return mean, np.sqrt(variance)
+
+
+def column_sums(rows) -> np.ndarray:
+    """``sum_i x_i``: the rows' column sums (one pass of block sums for a Dask array)."""
+    if is_dask(rows):
+        return _dask().block_sum(column_sums, rows)
+    return rows.sum(axis=0)
+
+
+def centred_square_sums(rows, mean: np.ndarray, clip: float) -> np.ndarray:
+    """``sum_i u_i**2`` per feature, ``u_i = clip_C(x_i - mean)``, :data:`ROW_BLOCK` rows at a time
+    (one pass of block sums for a Dask array)."""
+    if is_dask(rows):
+        return _dask().block_sum(centred_square_sums, rows, extra=(mean, clip))
+    squares = np.zeros(rows.shape[1])
+    for start in range(0, rows.shape[0], ROW_BLOCK):
+        block = clip_rows(rows[start:start + ROW_BLOCK] - mean, clip)
+        squares += np.einsum("ij,ij->j", block, block)
+    return squares
+
+
+def standardised(rows, mean: np.ndarray, scale: np.ndarray, clip_norm: float):
+    """:func:`standardise_rows` on a copy (the lazy map of a Dask array's blocks, which must not
+    write into them: they may be views of the caller's array)."""
+    if is_dask(rows):
+        return _dask().map_rows(rows, standardised, mean, scale, clip_norm)
+    rows = np.array(rows, dtype=np.float64)
+    standardise_rows(rows, mean, scale, clip_norm)
+    return rows
 
 
 def standardise_rows(rows: np.ndarray, mean: np.ndarray, scale: np.ndarray, clip_norm: float) -> None:

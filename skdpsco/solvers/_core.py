@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import sparse
 
 from ..losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss, QHingeLoss, SquaredHingeLoss
 from ..smoothing import GaussianSmoothedLoss
@@ -71,17 +72,74 @@ def clip_rows(X: np.ndarray, max_norm: float, out: np.ndarray | None = None) -> 
     else into a new array; the norms are computed without a temporary of the size of ``X``. A row
     whose squared norm overflows gets its norm from the row divided by its largest entry; a row
     with a NaN or an infinite entry is an error (:func:`_refuse_non_finite`).
+
+    A CSR ``X`` keeps its sparsity pattern: its stored entries are scaled, in place when ``out``
+    is ``X`` (the only ``out`` a sparse ``X`` takes), else on a copy.
     """
+    if is_dask(X):  # a lazy map of the row blocks; ``out`` does not apply
+        return _dask().map_rows(X, clip_rows, max_norm)
     norms = row_norms(X)
     scale = np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
+    if sparse.issparse(X):
+        return scale_sparse_rows(X, scale, in_place=out is X)
     return np.multiply(X, scale[:, None], out=out)
+
+
+def canonical_csr(X):
+    """A scipy sparse matrix (CSR or CSC) as a CSR matrix in canonical format: duplicate entries
+    summed, indices sorted; the caller's matrix is never modified. Checked to be finite here,
+    before anything is charged (:func:`_refuse_non_finite`).
+
+    The canonical format is a privacy requirement, not a convenience: the per-feature histograms
+    of the feature scaling count one entry per stored value, and a row that stored one cell twice
+    would add two counts to its feature's histogram, beyond the sensitivity they are calibrated
+    to (:func:`skdpsco.linear_model._scaling.magnitude_sensitivity`)."""
+    X = sparse.csr_matrix(X)  # CSC converted; a CSR input is not copied
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    if not np.isfinite(X.data).all():
+        _refuse_non_finite()
+    return X
+
+
+def scale_sparse_rows(X, factors: np.ndarray, in_place: bool = False):
+    """``diag(factors) @ X`` for a CSR ``X``, same sparsity pattern: in place (``in_place``) or
+    on a copy. The sparse form of the per-row products of :func:`clip_rows`."""
+    out = X if in_place else X.copy()
+    for rows, entries in _sparse_row_blocks(out):
+        out.data[entries] *= np.repeat(factors[rows], np.diff(out.indptr[rows.start:rows.stop + 1]))
+    return out
+
+
+def with_constant_column(X, value: float):
+    """The CSR matrix ``[X, value]``: one more column, ``value`` in every row (the intercept column
+    of a sparse fit), built from ``X``'s arrays in one pass; for a Dask array, the lazy map of its
+    blocks that appends the column."""
+    if is_dask(X):
+        return _dask().with_constant_column(X, value)
+    n_rows, n_columns = X.shape
+    indptr = X.indptr + np.arange(n_rows + 1, dtype=X.indptr.dtype)
+    ends = indptr[1:] - 1  # the last entry of every row
+    is_last = np.zeros(X.nnz + n_rows, dtype=bool)
+    is_last[ends] = True
+    data = np.empty(X.nnz + n_rows)
+    index_type = np.int32 if X.indices.dtype == np.int32 and n_columns < np.iinfo(np.int32).max else np.int64
+    indices = np.empty(X.nnz + n_rows, dtype=index_type)
+    data[~is_last], indices[~is_last] = X.data, X.indices
+    data[ends], indices[ends] = value, n_columns
+    return sparse.csr_matrix((data, indices, indptr), shape=(n_rows, n_columns + 1))
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:
     """The ``l2`` norm of every row, without a temporary of the size of ``X``. A row whose squared
     norm overflows gets its norm from the row divided by its largest entry (``inf`` only when the
     norm itself exceeds the float range); a row with a NaN or an infinite entry is an error
-    (:func:`_refuse_non_finite`)."""
+    (:func:`_refuse_non_finite`). ``X`` may be a CSR matrix (:func:`_sparse_row_norms`)."""
+    if sparse.issparse(X):
+        return _sparse_row_norms(X)
+    if is_dask(X):
+        return _dask().map_rows(X, row_norms, n_columns=0)
     norms = np.sqrt(np.einsum("ij,ij->i", X, X))
     overflow = ~np.isfinite(norms)
     if overflow.any():
@@ -92,6 +150,38 @@ def row_norms(X: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):  # no warning: it would tell that some row is that long
             norms[overflow] = largest * np.linalg.norm(rows / largest[:, None], axis=1)
     return norms
+
+
+def _sparse_row_norms(X) -> np.ndarray:
+    """:func:`row_norms` of a CSR matrix, from its stored entries (same overflow rule), a block of
+    :data:`SPARSE_ROW_BLOCK` rows at a time (temporaries of a block's entries)."""
+    norms = np.zeros(X.shape[0])
+    for rows, entries in _sparse_row_blocks(X):
+        values = X.data[entries]
+        starts = X.indptr[rows.start:rows.stop] - entries.start
+        stored = np.diff(X.indptr[rows.start:rows.stop + 1]) > 0
+        with np.errstate(over="ignore"):
+            norms[rows][stored] = np.sqrt(np.add.reduceat(values * values, starts[stored])) if values.size else 0.0
+    for row in np.flatnonzero(~np.isfinite(norms)):
+        values = X.data[X.indptr[row]:X.indptr[row + 1]]
+        if not np.isfinite(values).all():
+            _refuse_non_finite()
+        largest = np.abs(values).max()
+        with np.errstate(over="ignore"):
+            norms[row] = largest * np.linalg.norm(values / largest)
+    return norms
+
+
+SPARSE_ROW_BLOCK = 65536
+"""Rows per block of the per-row operations on CSR matrices (bounds their temporaries)."""
+
+
+def _sparse_row_blocks(X):
+    """``(rows, entries)`` slices of consecutive blocks of :data:`SPARSE_ROW_BLOCK` rows of a CSR
+    matrix and of their stored entries."""
+    for start in range(0, X.shape[0], SPARSE_ROW_BLOCK):
+        stop = min(start + SPARSE_ROW_BLOCK, X.shape[0])
+        yield slice(start, stop), slice(int(X.indptr[start]), int(X.indptr[stop]))
 
 
 def _refuse_non_finite():
@@ -126,16 +216,22 @@ def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fil
     per-row map, it costs no privacy; a data-independent permutation leaves every guarantee as it
     is, pitfall D5). A C-contiguous float64 ``X`` is gathered by the compiled kernel, one pass,
     in blocks of :data:`GATHER_BLOCK` rows over :data:`GATHER_THREADS` threads; any other layout
-    by :func:`clip_rows` block by block (the reference; same rows). Rows with a NaN or an
-    infinite entry are an error: the estimators leave that check to this pass over ``X``.
+    by :func:`clip_rows` block by block (the reference; same rows); a CSR ``X`` as a CSR matrix
+    of the same sparsity pattern, the column of ``fill`` stored in every row
+    (:func:`with_constant_column`). Rows with a NaN or an infinite entry are an error: the
+    estimators leave that check to this pass over ``X``.
     """
     order = np.asarray(order)
     if order.ndim != 1 or (order.size and (order.min() < 0 or order.max() >= X.shape[0])):
         raise ValueError(f"order must be a vector of indices into the {X.shape[0]} rows of X.")
+    if sparse.issparse(X):  # a CSR matrix: its rows in order, clipped, the same sparsity pattern
+        rows = X[order]
+        clip_rows(rows, max_norm, out=rows)
+        return rows if fill is None else with_constant_column(rows, fill)
     n_features = X.shape[1]
     out = np.empty((order.size, n_features + (fill is not None)))
     if isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.c_contiguous:
-        order = order.astype(np.intp, copy=False)
+        order = np.ascontiguousarray(order, dtype=np.intp)  # the kernel reads it as a C array
 
         def gather(start: int) -> int:
             block = slice(start, start + GATHER_BLOCK)
@@ -235,8 +331,11 @@ class RowBatches:
         for size in self.batch_sizes:
             if self.cycle and start + size > self.order.size:
                 start = 0  # the next pass over the rows (see :func:`full_batches`)
-            rows = slice(first + start, first + start + size) if in_sequence else self.order[start : start + size]
-            yield self.X[rows], self.y[rows]
+            if in_sequence and first + start == 0 and size == self.X.shape[0]:
+                yield self.X, self.y  # every row: no slice (a CSR matrix's slice is a copy)
+            else:
+                rows = slice(first + start, first + start + size) if in_sequence else self.order[start : start + size]
+                yield self.X[rows], self.y[rows]
             start += size
 
 
@@ -494,9 +593,29 @@ class MarginGradient:
     l2_penalty: float = 0.0
 
     def __call__(self, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        z = X @ w.T
-        g = self.loss.derivative(z, y).T @ X / X.shape[0]
+        if is_dask(X):  # one pass of per-block sums (:mod:`skdpsco._dask`)
+            g = _dask().block_sum(summed_loss_gradient, X, y, extra=(self.loss, w)) / X.shape[0]
+        else:
+            g = summed_loss_gradient(X, y, self.loss, w) / X.shape[0]
         return g + self.l2_penalty * w if self.l2_penalty else g
+
+
+def summed_loss_gradient(X, y: np.ndarray, loss, w: np.ndarray) -> np.ndarray:
+    """``sum_i loss.derivative(<w, x_i>, y_i) x_i`` over the rows of ``X`` (dense or CSR)."""
+    return loss.derivative(X @ w.T, y).T @ X
+
+
+def is_dask(X) -> bool:
+    """Whether ``X`` is a Dask collection: duck-typed, so that the core never imports Dask."""
+    return hasattr(X, "__dask_graph__")
+
+
+def _dask():
+    """:mod:`skdpsco._dask`, imported when a Dask collection reaches a function that has a Dask
+    branch (the optional extra is then installed: the collection exists)."""
+    from .. import _dask
+
+    return _dask
 
 
 def margin_gradient(loss, l2_penalty: float = 0.0) -> MarginGradient:

@@ -152,7 +152,15 @@ from scipy.special import gammaln
 from ..accounting import gaussian_event, gaussian_noise_multiplier
 from ..geometry import CONSTRAINTS, dual_exponent, ftrl_step
 from . import _core
-from ._core import SolverResult, clip_rows, iter_batches, margin_gradient, order_and_noise_rng, projected_noisy_sgd
+from ._core import (
+    SolverResult,
+    clip_rows,
+    iter_batches,
+    margin_gradient,
+    order_and_noise_rng,
+    projected_noisy_sgd,
+    row_norms,
+)
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
     from . import Problem
@@ -260,7 +268,7 @@ def clipped_gradient(loss, clip_norm: float, l2_penalty: float = 0.0) -> _core.G
         z = X @ w.T
         derivative = np.asarray(loss.derivative(z, y), dtype=float)
         size = np.abs(derivative) if derivative.ndim == 1 else np.linalg.norm(derivative, axis=1)
-        size = size * np.sqrt(np.einsum("ij,ij->i", X, X))
+        size = size * row_norms(X)
         scale = np.minimum(1.0, clip_norm / np.maximum(size, np.finfo(float).tiny))
         derivative = derivative * (scale if derivative.ndim == 1 else scale[:, None])
         g = (derivative.T @ X / X.shape[0]).reshape(w.shape)

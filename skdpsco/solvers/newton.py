@@ -93,12 +93,13 @@ from typing import TYPE_CHECKING
 
 import dp_accounting
 import numpy as np
+from scipy import sparse
 from scipy.optimize import brentq
 from scipy.special import expit, softmax
 
 from ..accounting import epsilon_of, gaussian_event, gaussian_noise_multiplier
 from ..losses import LogisticLoss, MultinomialLogisticLoss, WeightedLoss
-from ._core import SolverResult, project_to_ball, release_noise
+from ._core import SolverResult, _dask, is_dask, project_to_ball, release_noise, scale_sparse_rows
 from .noisy_gd import _NOISE_SAFETY  # the same round-up of a closed-form noise level
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
@@ -242,17 +243,27 @@ def loss_derivatives(w: np.ndarray, X: np.ndarray, y: np.ndarray, loss, hessian:
     :func:`~._core.margin_gradient`'s formula (``tests/test_newton.py`` checks they agree); with a
     :class:`~skdpsco.losses.WeightedLoss` (``y`` its :func:`~skdpsco.losses.weighted_targets`) each
     row's Hessian is multiplied by its weight, as its gradient is."""
+    if is_dask(X):  # one pass of per-block sums (:mod:`skdpsco._dask`)
+        gradient, total = _dask().block_sum(summed_loss_derivatives, X, y, extra=(w, loss, hessian))
+    else:
+        gradient, total = summed_loss_derivatives(X, y, w, loss, hessian)
     n = X.shape[0]
+    return gradient / n, (total / n if hessian else None)
+
+
+def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool) -> tuple:
+    """The sums over the rows of :func:`loss_derivatives`' gradient and Hessian (``None`` without
+    ``hessian``), over row blocks of :data:`HESSIAN_BLOCK`, each block's margins computed once."""
     gradient = np.zeros(w.shape)
     total = np.zeros((w.size, w.size)) if hessian else None
     weighted = isinstance(loss, WeightedLoss)
-    for start in range(0, n, HESSIAN_BLOCK):
+    for start in range(0, X.shape[0], HESSIAN_BLOCK):
         X_block, y_block = X[start : start + HESSIAN_BLOCK], y[start : start + HESSIAN_BLOCK]
         margins = X_block @ w.T
         gradient += loss.derivative(margins, y_block).T @ X_block
         if hessian:
             _add_hessian(total, margins, X_block, y_block["weight"] if weighted else None)
-    return gradient / n, (total / n if hessian else None)
+    return gradient, total
 
 
 def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weights: np.ndarray | None) -> None:
@@ -262,18 +273,28 @@ def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weig
     (``None``: all 1)."""
     c = 1.0 if row_weights is None else np.asarray(row_weights, dtype=np.float64)
     if margins.ndim == 1:
-        scaled = X * np.sqrt(c * expit(margins) * expit(-margins))[:, None]
-        total += scaled.T @ scaled  # A.T @ A: numpy calls the symmetric BLAS update
+        scaled = _rows_times(X, np.sqrt(c * expit(margins) * expit(-margins)))
+        total += _dense(scaled.T @ scaled)  # A.T @ A: numpy calls the symmetric BLAS update
         return
     n_classes, p = margins.shape[1], X.shape[1]
     probabilities = softmax(margins, axis=1)
     for k in range(n_classes):
         for l in range(k, n_classes):
             weights = c * probabilities[:, k] * (float(k == l) - probabilities[:, l])
-            block = (X * weights[:, None]).T @ X
+            block = _dense(_rows_times(X, weights).T @ X)
             total[k * p : (k + 1) * p, l * p : (l + 1) * p] += block
             if l != k:
                 total[l * p : (l + 1) * p, k * p : (k + 1) * p] += block.T
+
+
+def _rows_times(X, factors: np.ndarray):
+    """``diag(factors) @ X`` for a dense or a CSR ``X`` (a new matrix of ``X``'s kind)."""
+    return scale_sparse_rows(X, factors) if sparse.issparse(X) else X * factors[:, None]
+
+
+def _dense(matrix) -> np.ndarray:
+    """A Hessian block as a dense array (the product of CSR rows is a sparse matrix)."""
+    return matrix.toarray() if sparse.issparse(matrix) else matrix
 
 
 def _without_class_mean(gradient: np.ndarray, n_classes: int) -> np.ndarray:

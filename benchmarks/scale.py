@@ -1,0 +1,196 @@
+"""Scale-out benchmark (issue 16): sparse text features.
+
+    python -m benchmarks scale                 # 10^5 documents x 2^18 features, 3 seeds (about 10 min)
+    python -m benchmarks scale --n 20000 --seeds 1 --out scale_small   # a quick look
+
+Writes ``benchmarks/results/{out}.md`` and ``.json`` (the machine, every fit).
+
+Data: a synthetic bag of words with a Zipf vocabulary. Every document draws its length from a
+Poisson law (mean :data:`MEAN_LENGTH`) and its words from a Zipf law of exponent :data:`ZIPF` over the
+``d`` words, except a share :data:`TOPICAL_SHARE` drawn (Zipf too) from the :data:`TOPICAL` words of its
+class: the class-conditional vocabulary of real text classification (spam, sentiment), where most
+words carry nothing and a few hundred mid-frequency words carry the label. The counts become
+TF-IDF rows of unit l2 norm (scikit-learn's ``TfidfTransformer``) whose IDF is fitted on a separate
+public sample of :data:`PUBLIC_DOCUMENTS` documents: an IDF fitted on the training rows would be a
+release of their document frequencies, which no mechanism accounts for (use a vocabulary and IDF
+from public text, or ``HashingVectorizer`` without an IDF).
+
+Models, on the same split: non-private ``LogisticRegression()``; ``DPLogisticRegression()`` with its
+defaults (no public bound: one private row bound, the sparse default);
+``DPLogisticRegression(data_norm=1)``, the public bound TF-IDF rows have by construction;
+diffprivlib's ``LogisticRegression(data_norm=1)`` where it is installed (the peers environment,
+``benchmarks/requirements-peers.txt``). Reported: test accuracy (mean ± std over seeds),
+the fit time, and for the default fit at the middle epsilon the peak memory that ``tracemalloc``
+sees during ``fit`` (numpy and scipy allocate through it) against the bytes of the CSR arrays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import tracemalloc
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.linear_model import LogisticRegression
+
+from skdpsco import DPLogisticRegression, PrivacyAccountant
+
+from .machine import machine_info
+from .utility import RESULTS
+
+ZIPF = 1.1
+MEAN_LENGTH = 80
+TOPICAL = 500
+TOPICAL_SHARE = 0.08
+PUBLIC_DOCUMENTS = 10_000
+N_TEST = 10_000
+EPSILONS = (0.3, 1.0, 3.0)
+
+
+def zipf_words(n_words: int, vocabulary: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``n_words`` draws from ``vocabulary`` (most frequent first) with Zipf probabilities."""
+    weights = 1.0 / np.arange(1, vocabulary.size + 1) ** ZIPF
+    cumulative = np.cumsum(weights / weights.sum())
+    return vocabulary[np.minimum(np.searchsorted(cumulative, rng.random(n_words)), vocabulary.size - 1)]
+
+
+def documents(n: int, d: int, rng: np.random.Generator) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Word counts (CSR, ``n x d``) and binary labels of ``n`` documents (module docstring). The
+    topical words of the two classes are disjoint mid-frequency ranks of the shared vocabulary,
+    fixed for every ``d`` (ranks 100 to 100 + 2 TOPICAL)."""
+    labels = rng.integers(0, 2, size=n)
+    lengths = rng.poisson(MEAN_LENGTH, size=n) + 1
+    topical = rng.random(lengths.sum()) < TOPICAL_SHARE
+    doc_of_word = np.repeat(np.arange(n), lengths)
+    words = zipf_words(lengths.sum(), np.arange(d), rng)
+    class_words = [np.arange(100, 100 + TOPICAL), np.arange(100 + TOPICAL, 100 + 2 * TOPICAL)]
+    for label in (0, 1):
+        chosen = topical & (labels[doc_of_word] == label)
+        words[chosen] = zipf_words(int(chosen.sum()), class_words[label], rng)
+    counts = sp.csr_matrix((np.ones(words.size), (doc_of_word, words)), shape=(n, d))
+    counts.sum_duplicates()
+    return counts, labels
+
+
+def split(n: int, d: int, seed: int):
+    """TF-IDF train and test rows (IDF from a public sample of the same generator) and labels."""
+    rng = np.random.default_rng(seed)
+    public, _ = documents(PUBLIC_DOCUMENTS, d, rng)
+    tfidf = TfidfTransformer().fit(public)
+    train, y_train = documents(n, d, rng)
+    test, y_test = documents(N_TEST, d, rng)
+    return tfidf.transform(train).tocsr(), y_train, tfidf.transform(test).tocsr(), y_test
+
+
+def csr_bytes(X: sp.csr_matrix) -> int:
+    return X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+
+
+def timed_fit(model, X, y, memory: bool = False) -> tuple[float, int | None]:
+    """Fit time in seconds and, with ``memory``, the peak bytes allocated during ``fit``."""
+    if memory:
+        tracemalloc.start()
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, y)
+    elapsed = time.perf_counter() - started
+    peak = None
+    if memory:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return elapsed, peak
+
+
+def models(epsilon: float, delta: float, seed: int) -> dict:
+    """The private models of one cell (name -> unfitted estimator)."""
+    out = {
+        "DPLogisticRegression() defaults": DPLogisticRegression(
+            epsilon=epsilon, delta=delta, classes=[0, 1], random_state=seed, accountant=PrivacyAccountant()),
+        "DPLogisticRegression(data_norm=1)": DPLogisticRegression(
+            epsilon=epsilon, delta=delta, classes=[0, 1], data_norm=1.0, random_state=seed,
+            accountant=PrivacyAccountant()),
+    }
+    try:
+        from diffprivlib.models import LogisticRegression as DiffprivlibLogisticRegression
+    except ImportError:
+        return out
+    out["diffprivlib LogisticRegression(data_norm=1)"] = DiffprivlibLogisticRegression(
+        epsilon=epsilon, data_norm=1.0, random_state=seed)
+    return out
+
+
+def run(n: int, d: int, seeds: int) -> list[dict]:
+    records = []
+    for seed in range(seeds):
+        X, y, X_test, y_test = split(n, d, seed)
+        delta = min(1e-5, n ** -1.1)
+        baseline = LogisticRegression(max_iter=1000)
+        elapsed, _ = timed_fit(baseline, X, y)
+        records.append(dict(seed=seed, model="LogisticRegression() (non-private)", epsilon=None,
+                            accuracy=float(baseline.score(X_test, y_test)), fit_s=elapsed,
+                            csr_bytes=csr_bytes(X), nnz=int(X.nnz)))
+        for epsilon in EPSILONS:
+            for name, model in models(epsilon, delta, seed).items():
+                memory = name.endswith("defaults") and epsilon == 1.0
+                elapsed, peak = timed_fit(model, X, y, memory=memory)
+                record = dict(seed=seed, model=name, epsilon=epsilon, accuracy=float(model.score(X_test, y_test)),
+                              fit_s=elapsed, peak_bytes=peak, csr_bytes=csr_bytes(X), nnz=int(X.nnz))
+                if hasattr(model, "algorithm_"):
+                    record["algorithm"] = model.algorithm_
+                records.append(record)
+                print(json.dumps(record), flush=True)
+    return records
+
+
+def table(records: list[dict], n: int, d: int) -> str:
+    baseline = [r for r in records if r["epsilon"] is None]
+    private = sorted({r["model"] for r in records if r["epsilon"] is not None})
+    reference = np.mean([r["accuracy"] for r in baseline])
+    lines = [
+        f"# Sparse text features: {n} TF-IDF documents x {d} words (`python -m benchmarks scale`)",
+        "",
+        f"Non-private `LogisticRegression()`: test accuracy {reference:.3f}, fit "
+        f"{np.mean([r['fit_s'] for r in baseline]):.2f} s; CSR arrays {baseline[0]['csr_bytes'] / 2**20:.0f} MiB "
+        f"({baseline[0]['nnz']} stored entries). {len(baseline)} seeds, delta = min(1e-5, n^-1.1).",
+        "",
+        "| model | " + " | ".join(f"ε = {e:g}" for e in EPSILONS) + " | fit s (ε = 1) | vs non-private fit |",
+        "|---|" + "---|" * (len(EPSILONS) + 2),
+    ]
+    base_time = np.mean([r["fit_s"] for r in baseline])
+    for name in private:
+        cells = []
+        for epsilon in EPSILONS:
+            accuracies = [r["accuracy"] for r in records if r["model"] == name and r["epsilon"] == epsilon]
+            cells.append(f"{np.mean(accuracies):.3f} ± {np.std(accuracies):.3f}")
+        times = [r["fit_s"] for r in records if r["model"] == name and r["epsilon"] == 1.0]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {np.mean(times):.2f} | {np.mean(times) / base_time:.2f}x |")
+    peaks = [r for r in records if r.get("peak_bytes")]
+    if peaks:
+        ratio = np.mean([r["peak_bytes"] / r["csr_bytes"] for r in peaks])
+        lines += ["", f"Peak memory during the default fit at ε = 1 (tracemalloc): {ratio:.2f}x the CSR arrays' "
+                      f"bytes (goal: at most 3x plus the model)."]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=100_000, help="training documents (default 100000)")
+    parser.add_argument("--d", type=int, default=2**18, help="vocabulary size (default 2**18)")
+    parser.add_argument("--seeds", type=int, default=3, help="independent splits (default 3)")
+    parser.add_argument("--out", default="scale", help="results file stem under benchmarks/results (default scale)")
+    args = parser.parse_args(argv)
+    records = run(args.n, args.d, args.seeds)
+    text = table(records, args.n, args.d)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.out}.md").write_text(text + "\n")
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(dict(machine=machine_info(), records=records), indent=1))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Sparse input (issue 16 item 1): CSR and CSC rows run every algorithm natively, to the dense
+path's model and event where the two paths are the same computation, without densifying."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
+from skdpsco.linear_model import _scaling
+from skdpsco.losses import LogisticLoss
+from skdpsco.solvers import ALGORITHMS, Problem, select_algorithm
+from skdpsco.solvers import _core as core
+
+
+def sparse_data(n=240, d=16, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.25) * 3.0
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    y3 = np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5])
+    target = X[:, 0] - X[:, 2] + 0.1 * rng.normal(size=n)
+    return X, y, y3, target
+
+
+def fit(estimator, X, y, sample_weight=None, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = estimator(random_state=0, accountant=PrivacyAccountant(), epsilon=2.0, **params)
+        return model.fit(X, y, sample_weight=sample_weight)
+
+
+def needs(algorithm, estimator):
+    """Parameters an algorithm needs beyond the defaults, or None when it does not run this estimator."""
+    if algorithm == "newton" and estimator is not DPLogisticRegression:
+        return None
+    if algorithm == "objective_perturbation" and estimator is DPLpRegression:
+        return None
+    return {"alpha": 0.1} if algorithm == "strongly_convex" else {}
+
+
+CASES = [(estimator, algorithm) for estimator in (DPLogisticRegression, DPHingeSVM, DPLpRegression)
+         for algorithm in ["auto", *sorted(ALGORITHMS)] if needs(algorithm, estimator) is not None]
+
+
+@pytest.mark.parametrize("estimator, algorithm", CASES)
+def test_every_algorithm_fits_csr_rows_to_the_dense_model_and_event(estimator, algorithm):
+    # Same seed, same rows: the dense and CSR paths are the same computation (no feature scaling,
+    # a public row bound), up to the order of floating-point sums.
+    X, y, _, target = sparse_data()
+    labels = target if estimator is DPLpRegression else y
+    params = dict(algorithm=algorithm, feature_scaling=None, data_norm=4.0, **needs(algorithm, estimator))
+    if estimator is DPLpRegression:
+        params["y_bound"] = 3.0
+    dense = fit(estimator, X, labels, **params)
+    csr = fit(estimator, sp.csr_matrix(X), labels, **params)
+    assert csr.dp_event_ == dense.dp_event_ and csr.epsilon_ == dense.epsilon_
+    assert csr.algorithm_ == dense.algorithm_
+    np.testing.assert_allclose(csr.coef_, dense.coef_, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(csr.intercept_, dense.intercept_, rtol=0, atol=1e-9)
+    assert np.linalg.norm(dense.coef_) > 1e-3  # a model, not zeros
+
+
+@pytest.mark.parametrize("estimator", [DPLogisticRegression, DPHingeSVM, DPLpRegression])
+def test_private_row_bound_and_weights_and_classes_on_csr_rows(estimator):
+    X, y, y3, target = sparse_data(seed=1)
+    labels = {DPLogisticRegression: y3, DPHingeSVM: y3, DPLpRegression: target}[estimator]
+    weights = np.random.default_rng(2).random(X.shape[0])
+    params = dict(data_norm="private", feature_scaling=None)
+    dense = fit(estimator, X, labels, **params)
+    csr = fit(estimator, sp.csr_matrix(X), labels, **params)
+    np.testing.assert_allclose(csr.coef_, dense.coef_, rtol=0, atol=1e-9)
+    assert csr.data_norm_ == dense.data_norm_ and csr.dp_event_ == dense.dp_event_
+    dense = fit(estimator, X, labels, sample_weight=weights, feature_scaling=None)
+    csr = fit(estimator, sp.csr_matrix(X), labels, sample_weight=weights, feature_scaling=None)
+    np.testing.assert_allclose(csr.coef_, dense.coef_, rtol=0, atol=1e-9)
+
+
+def test_the_default_on_sparse_rows_releases_one_row_bound_instead_of_per_feature_scaling():
+    X, y, _, _ = sparse_data()
+    model = fit(DPLogisticRegression, sp.csr_matrix(X), y)
+    assert model.standardisation_ is None and hasattr(model, "data_norm_")
+    # the same event as asking the dense path for the private row bound without scaling
+    dense = fit(DPLogisticRegression, X, y, data_norm="private", feature_scaling=None)
+    assert model.dp_event_ == dense.dp_event_ and model.data_norm_ == dense.data_norm_
+    np.testing.assert_allclose(model.coef_, dense.coef_, rtol=0, atol=1e-9)
+    assert model.algorithm_ == "noisy_gd"
+
+
+def test_auto_picks_noisy_gd_for_sparse_rows_above_the_dense_work_cap():
+    loss = LogisticLoss()
+    problem = Problem(10**5, (2**18 + 1,), loss, loss.constants(np.sqrt(2.0), 10.0), 10.0, 1.0, 1e-6)
+    assert select_algorithm(problem) == "phased_sgd"  # dense: n p T far above the cap
+    assert select_algorithm(problem, sparse_rows=True) == "noisy_gd"
+
+
+def test_sparse_fit_never_densifies(monkeypatch):
+    X, y, _, _ = sparse_data()
+    Xs = sp.csr_matrix(X)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("densified")
+
+    for kind in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
+        monkeypatch.setattr(kind, "toarray", refuse)
+        monkeypatch.setattr(kind, "todense", refuse)
+    model = fit(DPLogisticRegression, Xs, y)
+    model.predict(Xs)
+    fit(DPHingeSVM, Xs, y, algorithm="phased_sgd")
+
+
+def test_predictions_on_sparse_and_dense_rows_agree():
+    X, y, _, target = sparse_data()
+    for estimator, labels in ((DPLogisticRegression, y), (DPLpRegression, target)):
+        for rows in (X, sp.csr_matrix(X)):  # a model fitted either way
+            model = fit(estimator, rows, labels)
+            for other in (X, sp.csr_matrix(X), sp.csc_matrix(X)):
+                np.testing.assert_allclose(model.predict(other), model.predict(X), rtol=0, atol=1e-12)
+    model = fit(DPLogisticRegression, sp.csr_matrix(X), y)
+    np.testing.assert_allclose(model.predict_proba(sp.csr_matrix(X)), model.predict_proba(X), atol=1e-12)
+
+
+def test_csc_and_non_canonical_csr_give_the_canonical_csr_model_and_are_not_modified():
+    X, y, _, _ = sparse_data()
+    canonical = sp.csr_matrix(X)
+    reference = fit(DPLogisticRegression, canonical, y)
+    assert np.array_equal(fit(DPLogisticRegression, sp.csc_matrix(X), y).coef_, reference.coef_)
+    # every stored entry split in two halves stored side by side: duplicates (not canonical), which
+    # the scaling's histograms would count twice
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(canonical.indptr))
+    order = np.argsort(np.concatenate([rows, rows]), kind="stable")
+    manual = sp.csr_matrix(
+        (np.concatenate([canonical.data / 2] * 2)[order], np.concatenate([canonical.indices] * 2)[order],
+         np.concatenate([[0], np.cumsum(2 * np.diff(canonical.indptr))])), shape=X.shape)
+    manual.has_canonical_format = False
+    before = manual.data.copy()
+    model = fit(DPLogisticRegression, manual, y)
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=0, atol=1e-12)
+    assert np.array_equal(manual.data, before) and manual.nnz == 2 * canonical.nnz
+
+
+def test_bad_sparse_input_is_refused_before_anything_is_charged():
+    X, y, _, _ = sparse_data()
+    bad = sp.csr_matrix(X)
+    bad.data[3] = np.nan
+    ledger = PrivacyAccountant()
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        DPLogisticRegression(accountant=ledger).fit(bad, y)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        DPLogisticRegression(accountant=ledger).fit(bad.tocsc(), y)
+    assert len(ledger.history) == 0
+
+
+def test_other_sparse_formats_are_converted_to_csr():
+    X, y, _, _ = sparse_data()
+    reference = fit(DPLogisticRegression, sp.csr_matrix(X), y)
+    for kind in (sp.coo_matrix, sp.dia_matrix, sp.csr_array):
+        np.testing.assert_array_equal(fit(DPLogisticRegression, kind(X), y).coef_, reference.coef_)
+
+
+def test_sparse_helpers_match_their_dense_forms():
+    X, _, _, _ = sparse_data(n=300, d=9, seed=3)
+    X[7] = 0.0  # an empty row
+    X[11, :3] = [1e300, -1e300, 5.0]  # a row whose squared norm overflows
+    csr = sp.csr_matrix(X)
+    np.testing.assert_allclose(core.row_norms(csr), core.row_norms(X), rtol=1e-15)
+    clipped = core.clip_rows(csr.copy(), 2.0)
+    np.testing.assert_allclose(clipped.toarray(), core.clip_rows(X, 2.0), rtol=1e-15)
+    ordered = core.clipped_rows_in_order(csr, np.arange(300)[::-1], 2.0, fill=0.5)
+    np.testing.assert_allclose(ordered.toarray(), core.clipped_rows_in_order(X, np.arange(300)[::-1], 2.0, fill=0.5))
+    scales = 2.0 ** np.array([-60, 3, 0, -2, 1, 0, 0, 5, -1])  # the first overflows row 11
+    np.testing.assert_array_equal(_scaling.divide_by_powers_of_two(csr, scales).toarray(),
+                                  _scaling.divide_by_powers_of_two(X, scales))
