@@ -1,7 +1,8 @@
-"""Scale-out benchmark (issue 16): sparse text features.
+"""Scale-out benchmark (issue 16): sparse text features, and a Dask fit on data larger than memory.
 
     python -m benchmarks scale                 # 10^5 documents x 2^18 features, 3 seeds (about 10 min)
     python -m benchmarks scale --n 20000 --seeds 1 --out scale_small   # a quick look
+    python -m benchmarks scale --dask          # 2 10^7 x 100 float32 (8 GB) in a zarr store (see below)
 
 Writes ``benchmarks/results/{out}.md`` and ``.json`` (the machine, every fit).
 
@@ -19,18 +20,34 @@ Models, on the same split: non-private ``LogisticRegression()``; ``DPLogisticReg
 defaults (no public bound: one private row bound, the sparse default);
 ``DPLogisticRegression(data_norm=1)``, the public bound TF-IDF rows have by construction;
 diffprivlib's ``LogisticRegression(data_norm=1)`` where it is installed (the peers environment,
-``benchmarks/requirements-peers.txt``). Reported: test accuracy (mean ± std over seeds),
+``benchmarks/requirements-peers.txt``). diffprivlib 0.6.6 refuses CSR rows (``TypeError`` in its
+``clip_to_norm``), so it is given the dense rows when they fit in :data:`PEER_DENSE_BYTES` (run a
+smaller vocabulary, e.g. ``--n 20000 --d 4096 --out scale_peer``, to compare) and skipped otherwise
+(10^5 x 2^18 dense float64 rows are 210 GB). Reported: test accuracy (mean ± std over seeds),
 the fit time, and for the default fit at the middle epsilon the peak memory that ``tracemalloc``
 sees during ``fit`` (numpy and scipy allocate through it) against the bytes of the CSR arrays.
+
+``--dask`` (needs the ``dask`` extra and zarr): a logistic table of ``n`` rows x ``d`` standard
+normal float32 features (labels from a logistic model on the first 10), written once to a zarr
+store (``--store``, blocks of :data:`DASK_BLOCK_ROWS` rows). Three steps, each its own process so
+that each one's peak memory is its own: the in-memory numpy pass (the rows loaded whole, one
+full-batch logistic gradient, ``X @ w`` then ``g @ X``, best of 2); the default
+``DPLogisticRegression`` fitted on ``da.from_zarr`` through a ``LocalCluster`` of 2 workers with a
+3 GB memory limit each (its passes counted from its plan: the finite check, the scaling's three
+releases and one per solver step), with the client's peak resident memory; and the first
+:data:`SLICE_ROWS` rows fitted both ways, in memory and on the cluster, with the same seed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import time
 import tracemalloc
 import warnings
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,6 +66,8 @@ TOPICAL_SHARE = 0.08
 PUBLIC_DOCUMENTS = 10_000
 N_TEST = 10_000
 EPSILONS = (0.3, 1.0, 3.0)
+PEER_DENSE_BYTES = 2**31
+"""Largest dense copy of the rows handed to diffprivlib (which takes numpy arrays only)."""
 
 
 def zipf_words(n_words: int, vocabulary: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -136,9 +155,14 @@ def run(n: int, d: int, seeds: int) -> list[dict]:
                             csr_bytes=csr_bytes(X), nnz=int(X.nnz)))
         for epsilon in EPSILONS:
             for name, model in models(epsilon, delta, seed).items():
+                rows, test_rows = X, X_test
+                if name.startswith("diffprivlib"):  # numpy arrays only
+                    if X.shape[0] * X.shape[1] * 8 > PEER_DENSE_BYTES:
+                        continue
+                    rows, test_rows = X.toarray(), X_test.toarray()
                 memory = name.endswith("defaults") and epsilon == 1.0
-                elapsed, peak = timed_fit(model, X, y, memory=memory)
-                record = dict(seed=seed, model=name, epsilon=epsilon, accuracy=float(model.score(X_test, y_test)),
+                elapsed, peak = timed_fit(model, rows, y, memory=memory)
+                record = dict(seed=seed, model=name, epsilon=epsilon, accuracy=float(model.score(test_rows, y_test)),
                               fit_s=elapsed, peak_bytes=peak, csr_bytes=csr_bytes(X), nnz=int(X.nnz))
                 if hasattr(model, "algorithm_"):
                     record["algorithm"] = model.algorithm_
@@ -177,13 +201,129 @@ def table(records: list[dict], n: int, d: int) -> str:
     return "\n".join(lines)
 
 
+DASK_BLOCK_ROWS = 250_000
+SLICE_ROWS = 1_000_000
+W_STAR = 2.0
+
+
+def make_store(path: Path, n: int, d: int) -> None:
+    """Write ``X`` (float32) and ``y`` to ``path/X.zarr`` and ``path/y.zarr`` once (module docstring)."""
+    import dask.array as da
+
+    marker = path / f"done_{n}_{d}"
+    if marker.exists():
+        return
+    path.mkdir(parents=True, exist_ok=True)
+    rng = da.random.default_rng(0)
+    X = rng.standard_normal((n, d), chunks=(DASK_BLOCK_ROWS, d), dtype=np.float32)
+    w = np.zeros(d, dtype=np.float32)
+    w[:10] = W_STAR / np.sqrt(10)
+    noise = rng.logistic(size=n, chunks=DASK_BLOCK_ROWS)
+    y = ((X @ w + noise) > 0).astype(np.int8)
+    da.to_zarr(X, str(path / "X.zarr"), overwrite=True)
+    da.to_zarr(y, str(path / "y.zarr"), overwrite=True)
+    marker.touch()
+
+
+def numpy_pass(path: Path) -> dict:
+    """Seconds of one full-batch logistic gradient over the rows loaded whole (best of 2)."""
+    import zarr
+
+    from skdpsco.losses import LogisticLoss
+    from skdpsco.solvers._core import summed_loss_gradient
+
+    X = zarr.open_array(str(path / "X.zarr"), mode="r")[:]
+    y = np.where(zarr.open_array(str(path / "y.zarr"), mode="r")[:] == 1, 1.0, -1.0)
+    w = np.full(X.shape[1], 0.01, dtype=np.float32)
+    times = []
+    for _ in range(2):
+        started = time.perf_counter()
+        summed_loss_gradient(X, y, LogisticLoss(), w)
+        times.append(time.perf_counter() - started)
+    return dict(numpy_pass_s=min(times), rows=X.shape[0], bytes=int(X.nbytes))
+
+
+def dask_fit(path: Path, rows: int | None = None) -> dict:
+    """The default fit on the zarr store through a 2-worker LocalCluster (3 GB each); with
+    ``rows``, the first ``rows`` rows fitted both on the cluster and in memory."""
+    import resource
+
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    X, y = da.from_zarr(str(path / "X.zarr")), da.from_zarr(str(path / "y.zarr"))
+    if rows is not None:
+        X, y = X[:rows], y[:rows]
+    params = dict(classes=[0, 1], epsilon=1.0, random_state=0)
+    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="3GB", dashboard_address=None) as cluster, \
+            Client(cluster):
+        started = time.perf_counter()
+        model = DPLogisticRegression(accountant=PrivacyAccountant(), **params).fit(X, y)
+        elapsed = time.perf_counter() - started
+    steps = int(model.solver_info_.get("n_steps", 0))
+    passes = 1 + 3 + steps  # finite check, magnitudes, sums, squares, one per solver step
+    record = dict(fit_s=elapsed, algorithm=model.algorithm_, passes=passes, pass_s=elapsed / passes,
+                  client_peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  epsilon=float(model.epsilon_), rows=int(X.shape[0]))
+    if rows is not None:
+        memory = DPLogisticRegression(accountant=PrivacyAccountant(), **params).fit(X.compute(), y.compute())
+        record.update(max_coef_difference=float(np.max(np.abs(memory.coef_ - model.coef_))),
+                      max_intercept_difference=float(np.max(np.abs(memory.intercept_ - model.intercept_))),
+                      same_event=bool(memory.dp_event_ == model.dp_event_))
+    return record
+
+
+def run_step(step: str, path: Path) -> dict:
+    """One step in a fresh process (its peak memory is its own); its JSON record."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks.scale", "--step", step, "--store", str(path)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def dask_table(numpy: dict, fit: dict, check: dict, n: int, d: int) -> str:
+    return "\n".join([
+        f"# Dask: {n} x {d} float32 rows ({numpy['bytes'] / 2**30:.1f} GiB) in a zarr store (`python -m benchmarks scale --dask`)",
+        "",
+        "LocalCluster of 2 workers (1 thread, 3 GB memory limit each); default `DPLogisticRegression(classes=[0, 1])`, ε = 1.",
+        "",
+        "| figure | value | goal |",
+        "|---|---|---|",
+        f"| in-memory numpy pass (one full-batch gradient) | {numpy['numpy_pass_s']:.2f} s | |",
+        f"| Dask fit | {fit['fit_s']:.1f} s, '{fit['algorithm']}', {fit['passes']} passes | |",
+        f"| Dask time per pass / numpy pass | {fit['pass_s'] / numpy['numpy_pass_s']:.2f}x | at most 3x |",
+        f"| client peak resident memory | {fit['client_peak_rss_bytes'] / 2**30:.2f} GiB | under 1 GB |",
+        f"| first {check['rows']} rows, Dask vs in-memory fit: max coef / intercept difference, same dp_event_ | "
+        f"{check['max_coef_difference']:.1e} / {check['max_intercept_difference']:.1e}, {check['same_event']} | equal |",
+    ])
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dask", action="store_true", help="the Dask section instead of the sparse one")
+    parser.add_argument("--store", default="/tmp/skdpsco_scale", help="directory of the zarr store (--dask)")
+    parser.add_argument("--step", choices=["numpy-pass", "fit", "slice"], help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=100_000, help="training documents (default 100000)")
     parser.add_argument("--d", type=int, default=2**18, help="vocabulary size (default 2**18)")
     parser.add_argument("--seeds", type=int, default=3, help="independent splits (default 3)")
     parser.add_argument("--out", default="scale", help="results file stem under benchmarks/results (default scale)")
     args = parser.parse_args(argv)
+    store = Path(args.store)
+    if args.step:
+        step = {"numpy-pass": lambda: numpy_pass(store), "fit": lambda: dask_fit(store),
+                "slice": lambda: dask_fit(store, SLICE_ROWS)}[args.step]
+        print(json.dumps(step()))
+        return
+    if args.dask:
+        n = args.n if args.n != 100_000 else 20_000_000
+        d = args.d if args.d != 2**18 else 100
+        make_store(store, n, d)
+        numpy, fit, check = run_step("numpy-pass", store), run_step("fit", store), run_step("slice", store)
+        text = dask_table(numpy, fit, check, n, d)
+        (RESULTS / f"{args.out}_dask.md").write_text(text + "\n")
+        (RESULTS / f"{args.out}_dask.json").write_text(json.dumps(
+            dict(machine=machine_info(), numpy=numpy, fit=fit, slice=check), indent=1))
+        print(text)
+        return
     records = run(args.n, args.d, args.seeds)
     text = table(records, args.n, args.d)
     RESULTS.mkdir(exist_ok=True)

@@ -30,7 +30,16 @@ import dask
 import dask.array as da
 import numpy as np
 
-__all__ = ["ALGORITHMS", "all_finite", "block_sum", "count_outside", "map_rows", "validate", "with_constant_column"]
+__all__ = [
+    "ALGORITHMS",
+    "all_finite",
+    "block_sum",
+    "count_outside",
+    "label_indices",
+    "map_rows",
+    "validate",
+    "with_constant_column",
+]
 
 ALGORITHMS = frozenset({"noisy_gd", "newton"})
 """The algorithms that run on Dask collections: full-batch gradient descent and the private
@@ -64,8 +73,11 @@ def validate(X, y, n_features: int | None = None) -> tuple:
 def _as_array(collection, name: str):
     """A Dask array from a Dask array, DataFrame or Series, with known block sizes."""
     if hasattr(collection, "to_dask_array"):  # a DataFrame or a Series
-        dtypes = np.atleast_1d(getattr(collection, "dtypes", collection.dtype))
-        if not all(np.issubdtype(np.dtype(dtype), np.number) or np.dtype(dtype) == bool for dtype in dtypes):
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype  # Dask's DataFrames require pandas
+
+        dtypes = collection.dtypes  # a Series of the columns' dtypes, or a Series' one dtype
+        dtypes = list(dtypes) if hasattr(dtypes, "__iter__") else [dtypes]
+        if not all(is_numeric_dtype(dtype) or is_bool_dtype(dtype) for dtype in dtypes):
             raise ValueError(
                 f"{name} has non-numeric columns ({sorted({str(t) for t in dtypes})}): encode them first "
                 "(e.g. dask_ml.preprocessing.Categorizer and DummyEncoder), or select the numeric columns."
@@ -86,10 +98,11 @@ def _as_array(collection, name: str):
 def map_rows(X, function, *args, n_columns: int | None = None):
     """The lazy per-block map ``function(block, *args)`` of the rows of ``X`` (2-D in, 2-D out with
     ``n_columns`` columns, ``X``'s by default; 1-D out with ``n_columns=0``)."""
+    meta = np.empty((0,) * (1 if n_columns == 0 else 2))  # the output's type: no call on an empty block
     if n_columns == 0:
-        return X.map_blocks(function, *args, drop_axis=1, dtype=np.float64)
+        return X.map_blocks(function, *args, drop_axis=1, dtype=np.float64, meta=meta)
     columns = X.shape[1] if n_columns is None else n_columns
-    return X.map_blocks(function, *args, chunks=(X.chunks[0], (columns,)), dtype=np.float64)
+    return X.map_blocks(function, *args, chunks=(X.chunks[0], (columns,)), dtype=np.float64, meta=meta)
 
 
 def with_constant_column(X, value: float):
@@ -126,13 +139,14 @@ def _add(first, second=None):
     return None if first is None else first + second
 
 
-def all_finite(X) -> bool:
-    """Whether every entry of ``X`` is finite (one pass)."""
-    return bool(block_sum(_count_non_finite, X) == 0)
+def all_finite(X, y=None) -> bool:
+    """Whether every entry of ``X`` (and of ``y``, when given) is finite (one pass)."""
+    arrays = (X,) if y is None else (X, y)
+    return bool(block_sum(_count_non_finite, *arrays) == 0)
 
 
-def _count_non_finite(block: np.ndarray) -> np.ndarray:
-    return np.array(np.size(block) - np.count_nonzero(np.isfinite(block)))
+def _count_non_finite(*blocks: np.ndarray) -> np.ndarray:
+    return np.array(sum(np.size(block) - np.count_nonzero(np.isfinite(block)) for block in blocks))
 
 
 def count_outside(y, labels: np.ndarray) -> int:
@@ -142,3 +156,12 @@ def count_outside(y, labels: np.ndarray) -> int:
 
 def _count_outside(block: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return np.array(np.count_nonzero(~np.isin(block, labels)))
+
+
+def label_indices(y, labels: np.ndarray):
+    """The lazy ``np.searchsorted(labels, y)`` of the blocks of ``y`` (labels sorted)."""
+    return y.map_blocks(_searchsorted, labels, dtype=np.int64)
+
+
+def _searchsorted(block: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    return np.searchsorted(labels, block)

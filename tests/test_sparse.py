@@ -91,7 +91,7 @@ def test_auto_picks_noisy_gd_for_sparse_rows_above_the_dense_work_cap():
     loss = LogisticLoss()
     problem = Problem(10**5, (2**18 + 1,), loss, loss.constants(np.sqrt(2.0), 10.0), 10.0, 1.0, 1e-6)
     assert select_algorithm(problem) == "phased_sgd"  # dense: n p T far above the cap
-    assert select_algorithm(problem, sparse_rows=True) == "noisy_gd"
+    assert select_algorithm(problem, rows="sparse") == "noisy_gd"
 
 
 def test_sparse_fit_never_densifies(monkeypatch):

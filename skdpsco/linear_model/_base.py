@@ -38,7 +38,15 @@ from ..accounting import (
 )
 from ..losses import PowerLoss, WeightedLoss, weighted_targets
 from ..solvers import ALGORITHMS, WEIGHTED_ALGORITHMS, Problem, select_algorithm
-from ..solvers._core import canonical_csr, clip_rows, clipped_rows_in_order, row_norms, with_constant_column
+from ..solvers._core import (
+    _refuse_non_finite,
+    canonical_csr,
+    clip_rows,
+    clipped_rows_in_order,
+    is_dask,
+    row_norms,
+    with_constant_column,
+)
 from . import _bounds, _scaling
 
 
@@ -302,6 +310,11 @@ class BaseDPLinearModel(BaseEstimator):
         model on the standardised, clipped rows: the model is a function of the rows ``fit`` could
         have seen, and a row ``fit`` would have shrunk is shrunk here too."""
         check_is_fitted(self)
+        if is_dask(X):
+            raise TypeError(
+                "predict, decision_function and score take in-memory rows (numpy or scipy.sparse); for a "
+                "Dask array use X.map_blocks(model.predict, drop_axis=1, dtype=...) (each block is in-memory rows)."
+            )
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64, reset=False)
         if sparse.issparse(X):
             # a model fitted on sparse rows predicts on sparse rows; one fitted on dense rows
@@ -369,15 +382,21 @@ class BaseDPLinearModel(BaseEstimator):
         )
 
     def _fit_steps(self, X, y, sample_weight=None) -> None:
-        # X's NaN / infinity check is left to the pass that clips it (one read of X fewer)
-        X, y = validate_data(
-            self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, ensure_min_samples=2,
-            y_numeric=self._numeric_targets, ensure_all_finite=False,
-        )
+        dask_input = is_dask(X)  # public, as the format below: the kind of the input, not its values
+        if dask_input:
+            X, y = self._validated_dask(X, y, sample_weight)
+        else:
+            # X's NaN / infinity check is left to the pass that clips it (one read of X fewer)
+            X, y = validate_data(
+                self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, ensure_min_samples=2,
+                y_numeric=self._numeric_targets, ensure_all_finite=False,
+            )
         # public: the format of the input, not its values; read by the properties that plan the fit
         self._sparse_input = is_sparse = sparse.issparse(X)
         if is_sparse:
             X = canonical_csr(X)
+        # sparse and Dask rows get their intercept column after the releases that read the features
+        late_intercept = is_sparse or dask_input
         targets = self._encode_targets(y)
         # Weighted rows (``WeightedLoss``): the loss of row i times c_i = w_i / max_weight and the
         # ridge term divided by max_weight, the minimiser of scikit-learn's weighted objective
@@ -394,17 +413,20 @@ class BaseDPLinearModel(BaseEstimator):
         rng = _generator(self.random_state, self.secure_noise)
         secure = is_secure(rng)  # secure mode: grid releases, their events as zCDP (:mod:`skdpsco._secure`)
         order_rng, task_rng = rng.spawn(2)
-        order = order_rng.permutation(n_samples)
         # None: clipped once the orders of magnitude or the private row bound are released
         data_norm = self._data_norm
         row_bound = self._releases_row_bound
         fill = self._solver_data_norm if self.fit_intercept else None
-        # sparse rows get their intercept column after the row-bound release, which reads the features only
-        rows = clipped_rows_in_order(X, order, np.inf if data_norm is None else data_norm,
-                                     fill=None if is_sparse else fill)
+        bound = np.inf if data_norm is None else data_norm
+        if dask_input:  # a lazy map of the row blocks; the full-batch solvers need no order
+            rows = clip_rows(X, bound)
+        else:
+            order = order_rng.permutation(n_samples)
+            rows = clipped_rows_in_order(X, order, bound, fill=None if late_intercept else fill)
+            targets = targets[order]
         del X
-        tasks = self._tasks(targets[order])
-        if weights is not None:
+        tasks = self._tasks(targets)
+        if weights is not None:  # in-memory rows only (:meth:`_validated_dask`)
             weights = relative_weights(weights[order], float(self.max_weight))
             if np.all(weights == 1.0):  # the unweighted loss is the same function: its path, bit for bit
                 weights = None
@@ -429,8 +451,10 @@ class BaseDPLinearModel(BaseEstimator):
                 f"output perturbation); got algorithm={self.algorithm!r}. Choose one of those "
                 "algorithms, or a delta > 0."
             )
-        algorithm = (select_algorithm(problem, self.constraint, sparse_rows=is_sparse) if self.algorithm == "auto"
-                     else self.algorithm)
+        kind = "dask" if dask_input else "sparse" if is_sparse else "dense"
+        algorithm = select_algorithm(problem, self.constraint, rows=kind) if self.algorithm == "auto" else self.algorithm
+        if dask_input:
+            self._check_dask_algorithm(algorithm)
         solver = self._configured_solver(algorithm)
         if weighted and algorithm not in WEIGHTED_ALGORITHMS:
             chosen = f"algorithm='auto' chose {algorithm!r}, which" if self.algorithm == "auto" else f"algorithm={algorithm!r}"
@@ -503,11 +527,11 @@ class BaseDPLinearModel(BaseEstimator):
                                                  fallback_cap=_bounds.FALLBACK_CAP)
             tasks = [_bounds.scale_targets(task, target_scale) for task in tasks]
         if "rows" in bounds:
-            feature_scales, row_norm = self._divide_by_row_bound(rows, bounds["rows"], row_rng)
+            rows, feature_scales, row_norm = self._divide_by_row_bound(rows, bounds["rows"], row_rng)
         if scaling is not None:
-            magnitudes, *standardisation = self._standardise(rows, scaling, order_rng.spawn(1)[0])
+            rows, magnitudes, *standardisation = self._standardise(rows, scaling, order_rng.spawn(1)[0])
             feature_scales, row_norm = feature_scales * magnitudes, scaling.data_norm
-        if is_sparse and fill is not None:
+        if late_intercept and fill is not None:
             rows = with_constant_column(rows, fill)
         task_rngs = task_rng.spawn(len(tasks))
         in_sequence = {"order": np.arange(n_samples)} if getattr(solver, "shuffles_rows", False) else {}
@@ -536,6 +560,37 @@ class BaseDPLinearModel(BaseEstimator):
         # entry per fitted model): planned before the rows are read, never a convergence count
         self.n_iter_ = np.array([-(-r.n_gradients // n_samples) for r in results], dtype=np.int32)
         self.solver_info_ = dict(results[0].info)
+
+    def _validated_dask(self, X, y, sample_weight) -> tuple:
+        """``(X, y)`` of a Dask collection as lazy Dask arrays (:func:`skdpsco._dask.validate`),
+        checked before anything is charged: one pass for non-finite values (and, for classifiers,
+        labels outside ``classes``, :meth:`_encode_targets`). Weighted fits are in-memory only."""
+        from .. import _dask
+
+        if sample_weight is not None or getattr(self, "class_weight", None) is not None:
+            raise ValueError(
+                "sample_weight and class_weight are not supported with Dask input yet: fit in-memory "
+                "rows (numpy or scipy.sparse) to weigh them, or drop the weights."
+            )
+        X, y = _dask.validate(X, y)
+        if X.shape[0] < 2:
+            raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of 2 is required.")
+        self.n_features_in_ = X.shape[1]
+        if not _dask.all_finite(X, y if self._numeric_targets else None):  # labels: :meth:`_encode_targets`
+            _refuse_non_finite()
+        return X, y
+
+    def _check_dask_algorithm(self, algorithm: str) -> None:
+        """Refuse, before anything is charged, an algorithm that does not run on Dask rows."""
+        from .. import _dask
+
+        if algorithm not in _dask.ALGORITHMS:
+            chosen = f"algorithm='auto' chose {algorithm!r}" if self.algorithm == "auto" else f"algorithm={algorithm!r}"
+            raise ValueError(
+                f"{chosen}, which does not run on Dask collections: its rows are read one at a time "
+                f"in a random order. Pass algorithm= one of {sorted(_dask.ALGORITHMS)} (full-batch, one "
+                "pass of per-block sums per step), or fit in-memory rows."
+            )
 
     def _budget_mu(self, as_zcdp: bool = False) -> float:
         """``mu`` of the fit's budget, whose square the releases and the solver share: of the one
@@ -567,15 +622,17 @@ class BaseDPLinearModel(BaseEstimator):
             share += _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if magnitudes else 0.0)
         return share
 
-    def _divide_by_row_bound(self, rows: np.ndarray, plan, rng: np.random.Generator) -> tuple:
+    def _divide_by_row_bound(self, rows, plan, rng: np.random.Generator) -> tuple:
         """Release a power of two ``s`` above most row norms (:func:`~._bounds.release_bound`),
-        divide the rows' features by it and clip them to :data:`~._bounds.SCALED_BOUND`, in place.
-        Returns ``(feature_scales, row_norm)`` in the form prediction reads them."""
-        features = rows[:, :-1] if self.fit_intercept and not sparse.issparse(rows) else rows
+        divide the rows' features by it and clip them to :data:`~._bounds.SCALED_BOUND` (in place
+        for in-memory rows, a lazy map for Dask rows). Returns ``(rows, feature_scales,
+        row_norm)``, the last two in the form prediction reads them."""
+        with_intercept = self.fit_intercept and isinstance(rows, np.ndarray)  # dense rows carry it
+        features = rows[:, :-1] if with_intercept else rows
         scales = np.full(features.shape[1], _bounds.release_bound(row_norms(features), plan, rng))
-        _scaling.divide_by_powers_of_two(features, scales, out=features)
-        clip_rows(features, _bounds.SCALED_BOUND, out=features)
-        return scales, _bounds.SCALED_BOUND
+        features = _scaling.divide_by_powers_of_two(features, scales, out=features)
+        features = clip_rows(features, _bounds.SCALED_BOUND, out=features)
+        return (rows if with_intercept else features), scales, _bounds.SCALED_BOUND
 
     def _store_released_bounds(self, bounds: dict, feature_scales: np.ndarray, target_scale: float) -> None:
         """``data_norm_`` (with ``data_norm='private'`` and no feature scaling) and ``y_bound_``
@@ -616,18 +673,23 @@ class BaseDPLinearModel(BaseEstimator):
         (:func:`~._scaling.release_magnitudes`, :func:`~._scaling.release_moments`,
         :func:`~._scaling.standardise_rows`). Without an intercept the rows are scaled by their
         root mean square but not centred (the model stays a linear map through the origin), as
-        ``StandardScaler(with_mean=False)`` does. Returns ``(feature_scales, mean, scale, C)``
-        for :meth:`_fold_scaling`."""
-        features = rows[:, :scaling.n_features]
+        ``StandardScaler(with_mean=False)`` does. Returns ``(rows, feature_scales, mean, scale,
+        C)``, the last four for :meth:`_fold_scaling` (dense rows are transformed in place, Dask
+        rows by lazy maps)."""
+        in_memory = isinstance(rows, np.ndarray)
+        features = rows[:, :scaling.n_features] if in_memory else rows
         feature_scales = np.ones(scaling.n_features)
         if scaling.magnitude_noise is not None:
             magnitude_rng, rng = rng.spawn(2)
             feature_scales = _scaling.release_magnitudes(features, scaling, magnitude_rng)
-            _scaling.divide_by_powers_of_two(features, feature_scales, out=features)
-            clip_rows(features, scaling.data_norm, out=features)
+            features = _scaling.divide_by_powers_of_two(features, feature_scales, out=features)
+            features = clip_rows(features, scaling.data_norm, out=features)
         mean, scale = _scaling.release_moments(features, scaling, rng)
-        _scaling.standardise_rows(features, mean, scale, scaling.clip_norm)
-        return feature_scales, mean, scale, scaling.clip_norm
+        if in_memory:
+            _scaling.standardise_rows(features, mean, scale, scaling.clip_norm)
+        else:
+            rows = _scaling.standardised(features, mean, scale, scaling.clip_norm)
+        return rows, feature_scales, mean, scale, scaling.clip_norm
 
     def _fold_scaling(self, feature_scales: np.ndarray, standardisation, target_scale: float) -> None:
         """``coef_`` / ``intercept_`` on the clipped rows in the units of ``X`` and ``y``: the
@@ -864,8 +926,11 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
 
         With ``classes=None`` the label set ``np.unique(y)`` leaves ``fit`` unaccounted: a
         :class:`PrivacyWarning` naming ``classes=`` says so, once per fit. No message repeats a
-        label value or a count read from ``y``.
+        label value or a count read from ``y``. A Dask ``y`` needs ``classes`` (its label set
+        would be one more pass and an unaccounted release) and is encoded lazily.
         """
+        if is_dask(y):
+            return self._encode_dask_targets(y)
         check_classification_targets(y)
         if self.classes is None:
             warnings.warn(labels_from_data_warning(), PrivacyWarning, stacklevel=5)
@@ -893,6 +958,28 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         if classes.size == 2:
             return np.where(indices == 1, 1.0, -1.0)
         return indices
+
+    def _encode_dask_targets(self, y):
+        """:meth:`_encode_targets` of a Dask ``y``: one pass checks that every label is in
+        ``classes``; the encoding is a lazy map of the blocks."""
+        from .. import _dask
+
+        if self.classes is None:
+            raise ValueError(
+                "classes=None with a Dask y: pass classes= with the public label set (reading it from "
+                "y would be one more pass over the data and a release without privacy accounting)."
+            )
+        classes = np.unique(np.asarray(self.classes))
+        if classes.size < 2:
+            raise ValueError(f"classes= must hold at least 2 distinct labels (the public label set); got {classes.size}.")
+        if _dask.count_outside(y, classes):
+            raise ValueError(
+                "y contains labels that are not in classes=; pass the complete public label set "
+                "(this message does not repeat the labels of y)."
+            )
+        self.classes_ = classes
+        indices = _dask.label_indices(y, classes)
+        return np.where(indices == 1, 1.0, -1.0) if classes.size == 2 else indices
 
     def decision_function(self, X):
         """Confidence scores ``clip(X) @ coef_.T + intercept_``, each row mapped as in ``fit``

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..defaults import regression_radius
 from ..losses import PowerLoss
+from ..solvers._core import is_dask
 from . import _bounds
 from ._base import BaseDPLinearModel, SmoothingMixin
 
@@ -186,7 +187,7 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
         return _bounds.SCALED_BOUND if self._private_target_bound else float(self.y_bound)
 
     def _encode_targets(self, y):
-        y = np.asarray(y, dtype=float)
+        y = y.astype(float) if is_dask(y) else np.asarray(y, dtype=float)
         if self._private_target_bound:  # clipped to the released bound inside fit
             return y
         return np.clip(y, -float(self.y_bound), float(self.y_bound))
