@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -202,6 +203,176 @@ def test_full_batches_refuse_a_batch_larger_than_the_rows():
     with pytest.raises(ValueError, match="each at most the 5 rows"):
         core.projected_noisy_sgd(core.margin_gradient(LogisticLoss()), batches, np.ones(2), np.zeros(2),
                                  np.zeros(7), 1.0, np.random.default_rng(0))
+
+
+# -- CSR rows (``_kernel.run_sparse_steps``) -------------------------------------------------------
+
+
+def sparse_rows(loss, n=240, d=12, density=0.3, seed=0):
+    """CSR rows of norm <= 1 with about ``density * d`` stored entries, every fifth row empty."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < density)
+    X[::5] = 0.0
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    y = np.where(rng.random(n) < 0.5, 1, -1) if loss.task == "binary" else X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
+    return sp.csr_matrix(X), y
+
+
+def stored_per_batch(X, order, sizes, cycle=False):
+    """The number of stored entries of each batch (``run_sparse_steps`` takes its dense route above ``p``)."""
+    counts, start, per_row = [], 0, np.diff(X.indptr)
+    for size in sizes:
+        start = 0 if cycle and start + size > order.size else start
+        counts.append(int(per_row[order[start:start + size]].sum()))
+        start += size
+    return np.array(counts)
+
+
+@pytest.mark.parametrize("loss", BINARY + REGRESSION, ids=lambda loss: repr(loss)[:40])
+@pytest.mark.parametrize("average", [False, True])
+@pytest.mark.parametrize("cycle", [False, True], ids=["batches", "full_batches"])
+@pytest.mark.parametrize("radius, l2", [(0.3, 0.05), (None, 0.1), (1.0, 0.0)])
+def test_csr_kernel_gives_the_reference_iterates(loss, average, cycle, radius, l2):
+    X, y = sparse_rows(loss)
+    assert np.any(np.diff(X.indptr) == 0)  # empty rows
+    if cycle:  # passes over all the rows, every step dense (more stored entries than columns)
+        batches = core.full_batches(X, y, 30)
+    else:  # batches of one row, then of 3 (at most p stored entries) and 10 (more): both routes of the kernel
+        order = np.random.default_rng(2).permutation(X.shape[0])
+        sizes = np.array([1] * 120 + [3] * 20 + [10] * 6)
+        batches = core.iter_batches(X, y, order, sizes)
+        stored = stored_per_batch(X, order, sizes)
+        assert np.any((sizes > 1) & (stored <= X.shape[1])) and np.any(stored > X.shape[1])
+    T = batches.batch_sizes.size
+    gradient = core.margin_gradient(loss, l2)
+    assert core.uses_kernel(gradient, batches, np.zeros(X.shape[1]))
+    steps = np.linspace(0.5, 0.05, T)
+    stds = np.where(np.arange(T) % 3 == 0, 0.0, np.linspace(0.2, 0.6, T))
+    args = lambda: (steps, stds, np.zeros(X.shape[1]), radius, np.random.default_rng(7))  # noqa: E731
+    fast = core.projected_noisy_sgd(gradient, batches, *args(), average=average)
+    reference = core.reference_projected_noisy_sgd(gradient, batches, *args(), average=average)
+    assert np.linalg.norm(reference) > 0.01  # a non-trivial run
+    np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("average", [False, True])
+def test_csr_kernel_keeps_the_projection_exact_over_long_noiseless_runs(average):
+    # Snowball's pooled noise and Phased-SGD's noiseless phases: thousands of O(nnz) steps between
+    # two dense ones, with the projection active at most steps; ||w||**2 is carried incrementally
+    # between them, the scale of w by products (run_sparse_steps' docstring).
+    X, y = sparse_rows(LogisticLoss(), n=6000, d=40, density=0.1, seed=3)
+    sizes = np.ones(6000, dtype=np.int64)
+    steps = np.full(6000, 0.5)
+    gradient = core.margin_gradient(LogisticLoss(), 0.01)
+    for stds in (np.zeros(6000), core.pool_noise(steps, np.full(6000, 0.5), 16)):
+        batches = core.iter_batches(X, y, np.random.default_rng(4).permutation(6000), sizes)
+        args = lambda: (steps, stds, np.zeros(40), 0.2, np.random.default_rng(5))  # noqa: E731
+        fast = core.projected_noisy_sgd(gradient, batches, *args(), average=average)
+        reference = core.reference_projected_noisy_sgd(gradient, batches, *args(), average=average)
+        np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12)
+    unconstrained = core.reference_projected_noisy_sgd(gradient, batches, steps, np.zeros(6000), np.zeros(40), None,
+                                                       np.random.default_rng(5))
+    assert np.linalg.norm(unconstrained) > 1.0  # far outside the ball of radius 0.2: the projection is active
+
+
+@pytest.mark.parametrize("average", [False, True])
+@pytest.mark.parametrize("l2", [1.0, 1.9], ids=["w zeroed", "w flipped"])
+def test_csr_kernel_folds_a_vanishing_scale(l2, average):
+    # eta * l2 = 1 zeroes w (scale 0); 1.9 flips it and shrinks it by 0.9 a step, below 2**-100
+    # after 660 steps (below 1/2 after 7 when the iterates are summed): the kernel folds the
+    # scale into w instead of dividing by it.
+    X, y = sparse_rows(LogisticLoss(), n=900)
+    gradient = core.margin_gradient(LogisticLoss(), l2)
+    batches = core.iter_batches(X, y, np.arange(900), np.ones(900, dtype=np.int64))
+    args = lambda: (np.ones(900), np.zeros(900), np.zeros(12), None, np.random.default_rng(0))  # noqa: E731
+    fast = core.projected_noisy_sgd(gradient, batches, *args(), average=average)
+    reference = core.reference_projected_noisy_sgd(gradient, batches, *args(), average=average)
+    assert np.all(np.isfinite(fast)) and np.linalg.norm(reference) > 1e-3  # (an average of flips is small)
+    np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12)
+
+
+def test_csr_kernel_reads_either_index_type_csr_arrays_and_duplicate_entries():
+    X, y = sparse_rows(HingeLoss(), n=60)
+    same = [sp.csr_array(X)]  # the same arrays: the same arithmetic
+    for indices, indptr in [(np.int64, np.int64), (np.int32, np.int64)]:
+        Z = X.copy()
+        Z.indices, Z.indptr = X.indices.astype(indices), X.indptr.astype(indptr)
+        same.append(Z)
+    # not canonical: every stored entry as two halves, in decreasing column order
+    pieces = [slice(X.indptr[i], X.indptr[i + 1]) for i in range(60)]
+    split = sp.csr_matrix((np.concatenate([np.tile(X.data[r][::-1] / 2, 2) for r in pieces]),
+                           np.concatenate([np.tile(X.indices[r][::-1], 2) for r in pieces]),
+                           2 * X.indptr), shape=X.shape)
+    assert not split.has_canonical_format
+    np.testing.assert_array_equal(split.toarray(), X.toarray())
+    gradient = core.margin_gradient(HingeLoss(), 0.1)
+    sizes = np.array([1] * 40 + [4] * 5)
+
+    def run(Z):
+        batches = core.iter_batches(Z, y, np.arange(60), sizes)
+        assert core.uses_kernel(gradient, batches, np.zeros(12))
+        return core.projected_noisy_sgd(gradient, batches, np.full(45, 0.3), np.full(45, 0.2), np.zeros(12), 0.5,
+                                        np.random.default_rng(1))
+
+    expected = run(X)
+    assert np.linalg.norm(expected) > 0.01
+    for Z in same:
+        np.testing.assert_array_equal(run(Z), expected)
+    np.testing.assert_allclose(run(split), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("breach", ["column", "negative", "indptr"])
+def test_csr_kernel_refuses_arrays_that_point_outside_x(breach):
+    # The kernel writes where the indices point: a malformed matrix is refused before it runs.
+    X, y = sparse_rows(LogisticLoss(), n=20)
+    X = X.copy()
+    if breach == "indptr":
+        X.indptr[5] = X.indptr[6] + 1  # decreasing
+    else:
+        X.indices[3] = 12 if breach == "column" else -1
+    batches = core.iter_batches(X, y, np.arange(20), np.ones(20, dtype=np.int64))
+    with pytest.raises(ValueError, match=r"not a valid CSR matrix of shape \(20, 12\)"):
+        core.projected_noisy_sgd(core.margin_gradient(LogisticLoss()), batches, np.ones(20), np.zeros(20),
+                                 np.zeros(12), 1.0, np.random.default_rng(0))
+
+
+def test_dispatch_rule_takes_csr_rows_of_float64_only():
+    X, y = sparse_rows(LogisticLoss(), n=20)
+    gradient = core.margin_gradient(LogisticLoss())
+    sizes = np.ones(20, dtype=np.int64)
+    assert core.uses_kernel(gradient, core.iter_batches(X, y, np.arange(20), sizes), np.zeros(12))
+    assert core.uses_kernel(gradient, core.full_batches(sp.csr_array(X), y, 3), np.zeros(12))
+    for other in (X.tocsc(), X.tocoo(), X.astype(np.float32)):
+        assert not core.uses_kernel(gradient, core.iter_batches(other, y, np.arange(20), sizes), np.zeros(12))
+    assert not core.uses_kernel(gradient, core.iter_batches(X, y, np.arange(20), sizes), np.zeros(11))
+
+
+@pytest.mark.parametrize("algorithm", ["snowball", "phased_sgd"])
+def test_estimator_fits_csr_rows_on_the_csr_kernel_to_the_dense_fit(monkeypatch, algorithm):
+    calls = {"run_steps": 0, "run_sparse_steps": 0}
+
+    def spy(name):
+        real = getattr(_kernel, name)
+
+        def counted(*args):
+            calls[name] += 1
+            return real(*args)
+
+        monkeypatch.setattr(_kernel, name, counted)
+
+    spy("run_steps")
+    spy("run_sparse_steps")
+    X, _ = sparse_rows(LogisticLoss(), n=3000, d=20, seed=6)
+    y = np.where(X @ np.linspace(-1.0, 1.0, 20) > 0, 1, 0)
+    params = dict(algorithm=algorithm, feature_scaling=None, data_norm=1.0, classes=[0, 1], random_state=0)
+    dense = DPLogisticRegression(**params, accountant=PrivacyAccountant()).fit(X.toarray(), y)
+    on_dense = dict(calls)
+    assert on_dense["run_steps"] >= 1 and on_dense["run_sparse_steps"] == 0
+    csr = DPLogisticRegression(**params, accountant=PrivacyAccountant()).fit(X, y)
+    assert calls == {"run_steps": on_dense["run_steps"], "run_sparse_steps": on_dense["run_steps"]}
+    np.testing.assert_allclose(csr.coef_, dense.coef_, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(csr.intercept_, dense.intercept_, rtol=0, atol=1e-9)
+    assert np.linalg.norm(dense.coef_) > 1e-3 and csr.dp_event_ == dense.dp_event_
 
 
 # -- the estimators' clipped copy, gathered in a random order -----------------------------------------

@@ -9,9 +9,9 @@ The loop has two implementations with one meaning. :func:`reference_projected_no
 numpy reference: any gradient function, any iterable of row blocks. The compiled kernel
 (:mod:`skdpsco.solvers._kernel`, Cython) runs the common case at the speed of one pass over the
 data: a :func:`margin_gradient` of a loss with a C derivative (:func:`kernel_loss`), row blocks
-from :func:`iter_batches` over a C-contiguous float64 ``X``, and a parameter vector (not a
-multiclass matrix). :func:`projected_noisy_sgd` picks between them by that explicit rule
-(:func:`uses_kernel`). In both, every noise draw comes from :func:`gaussian_noise` with the same
+from :func:`iter_batches` over a C-contiguous float64 ``X`` or a float64 CSR matrix (whose steps
+read only the stored entries of their rows), and a parameter vector (not a multiclass matrix).
+:func:`projected_noisy_sgd` picks between them by that explicit rule (:func:`uses_kernel`). In both, every noise draw comes from :func:`gaussian_noise` with the same
 generator in the same order (the kernel receives the rows drawn for a chunk of steps), so the two
 produce the same iterates for the same seed (``tests/test_kernel.py``) and the privacy audits,
 which weaken :func:`gaussian_noise`, exercise the code path that production runs.
@@ -23,6 +23,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from scipy import sparse
@@ -501,20 +502,26 @@ def kernel_loss(loss) -> tuple[int, float] | None:
 def uses_kernel(gradient, batches, w0) -> bool:
     """The dispatch rule of :func:`projected_noisy_sgd`: the compiled kernel runs the loop iff the
     gradient is a :func:`margin_gradient` of a loss with a C derivative (:func:`kernel_loss`), the
-    batches come from :func:`iter_batches` over a 2-D C-contiguous float64 ``X``, and ``w0`` is a
-    vector with one entry per column of ``X``."""
+    batches come from :func:`iter_batches` over a 2-D C-contiguous float64 ``X`` or a float64 CSR
+    matrix ``X`` (:func:`_kernel_reads`), and ``w0`` is a vector with one entry per column of ``X``."""
     if not (isinstance(gradient, MarginGradient) and isinstance(batches, RowBatches)):
         return False
     X = batches.X
     return (
         kernel_loss(gradient.loss) is not None
-        and isinstance(X, np.ndarray)
-        and X.ndim == 2
-        and X.dtype == np.float64
-        and X.flags.c_contiguous
+        and _kernel_reads(X)
         and np.ndim(w0) == 1
         and np.shape(w0)[0] == X.shape[1]
     )
+
+
+def _kernel_reads(X) -> bool:
+    """Whether the compiled kernel reads the rows of ``X`` in place: a 2-D C-contiguous float64
+    ndarray (:func:`skdpsco.solvers._kernel.run_steps`) or a float64 CSR matrix or array
+    (:func:`skdpsco.solvers._kernel.run_sparse_steps`)."""
+    if sparse.issparse(X):
+        return X.format == "csr" and X.dtype == np.float64
+    return isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float64 and X.flags.c_contiguous
 
 
 def _chunk_noise(rng, stds: np.ndarray, n_params: int) -> np.ndarray:
@@ -547,15 +554,41 @@ def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radi
     if not (w.dtype == total.dtype == np.float64 and w.flags.c_contiguous and total.flags.c_contiguous):
         raise ValueError("w and total must be C-contiguous float64 vectors.")
     y = np.ascontiguousarray(batches.y, dtype=np.float64)
-    work = np.empty_like(w)
+    run, work = _kernel_of_rows(batches.X, w, sizes)
     start = 0
     chunks = [slice(first, first + KERNEL_CHUNK_STEPS) for first in range(0, steps.size, KERNEL_CHUNK_STEPS)]
     for chunk, noise in zip(chunks, _noise_of_chunks(rng, noise_stds, chunks, w.size)):
-        start = _kernel.run_steps(
-            batches.X, y, order, start, sizes[chunk], steps[chunk], noise, (noise_stds[chunk] > 0).view(np.uint8),
+        start = run(
+            y, order, start, sizes[chunk], steps[chunk], noise, (noise_stds[chunk] > 0).view(np.uint8),
             w, total, work, code, parameter, gradient.l2_penalty, 0.0 if radius is None else float(radius),
             average, batches.cycle,
         )
+
+
+def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray):
+    """``(run, work)``: the compiled loop bound to the rows of ``X`` (:func:`_kernel_reads`) and its
+    work buffer. A dense ``X``: :func:`~skdpsco.solvers._kernel.run_steps`, a gradient buffer of
+    the size of ``w``. A CSR ``X``: :func:`~skdpsco.solvers._kernel.run_sparse_steps` on its
+    arrays, read in place (its index arrays as they are when they share one integer type, int32
+    or int64, else both as int64) once checked to describe ``X.shape`` (the kernel writes where
+    they point), a buffer for a gradient and one derivative per row of the largest batch."""
+    if not sparse.issparse(X):
+        return partial(_kernel.run_steps, X), np.empty_like(w)
+    data, indices, indptr = (np.ascontiguousarray(array) for array in (X.data, X.indices, X.indptr))
+    if not (indices.dtype == indptr.dtype and indices.dtype in (np.int32, np.int64)):
+        indices, indptr = indices.astype(np.int64), indptr.astype(np.int64)
+    stored = int(indptr[-1]) if indptr.size else 0
+    if not (
+        indptr.shape == (X.shape[0] + 1,)
+        and indptr[0] == 0
+        and stored <= min(indices.size, data.size)
+        and np.all(np.diff(indptr) >= 0)
+        and (stored == 0 or 0 <= indices[:stored].min() <= indices[:stored].max() < X.shape[1])
+    ):
+        raise ValueError(
+            f"X is not a valid CSR matrix of shape {X.shape}: its indptr and indices arrays disagree with it."
+        )
+    return partial(_kernel.run_sparse_steps, data, indices, indptr), np.empty(w.size + int(sizes.max(initial=0)))
 
 
 def _noise_of_chunks(rng, noise_stds: np.ndarray, chunks: list, n_params: int) -> Iterator[np.ndarray]:
