@@ -55,8 +55,9 @@ def test_every_algorithm_fits_every_estimator_within_its_budget(algorithm, kind)
     refusals = {
         # its proof covers binary classification only
         "objective_perturbation": (("logistic", "hinge"), "supports binary classification only"),
-        # its Hessian sensitivity is derived for the logistic losses only
-        "newton": (("logistic", "logistic_multiclass"), "logistic and multinomial logistic losses only"),
+        # its Hessian sensitivity is derived for the logistic losses and the squared loss only
+        "newton": (("logistic", "logistic_multiclass", "least_squares"),
+                   r"logistic, multinomial logistic and squared \(p=2\) losses only"),
     }
     if algorithm in refusals and kind not in refusals[algorithm][0]:
         # refused before anything is charged

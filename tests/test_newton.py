@@ -16,6 +16,7 @@ from skdpsco.losses import LogisticLoss, MultinomialLogisticLoss, WeightedLoss, 
 from skdpsco.solvers import ALGORITHMS, Problem
 from skdpsco.solvers._core import margin_gradient
 from skdpsco.solvers.newton import (
+    LOGISTIC_STEPS,
     PrivateNewton,
     gradient_sensitivity,
     hessian_sensitivity,
@@ -283,7 +284,7 @@ def test_estimator_fits_binary_and_multiclass_within_the_budget():
                                      random_state=0).fit(X, y)
         assert model.algorithm_ == "newton" and model.epsilon_ <= 3.0
         assert ledger.history[0].event == model.dp_event_
-        assert model.solver_info_["n_steps"] == PrivateNewton().n_steps
+        assert model.solver_info_["n_steps"] == LOGISTIC_STEPS == 8
         assert model.score(X, y) > 0.8
 
 
@@ -303,14 +304,14 @@ def test_weighted_fits_run_and_ones_give_the_unweighted_model():
     assert weighted.epsilon_ <= 5.0 and weighted.score(X, y) > 0.75
 
 
-@pytest.mark.parametrize("make", [lambda: DPHingeSVM(algorithm="newton"), lambda: DPLpRegression(algorithm="newton")])
+@pytest.mark.parametrize("make", [lambda: DPHingeSVM(algorithm="newton"), lambda: DPLpRegression(p=1.0, algorithm="newton")])
 def test_other_losses_are_refused_before_anything_is_charged(make):
     rng = np.random.default_rng(7)
     X = rng.normal(size=(200, 3))
     y = (X[:, 0] > 0).astype(int)
     ledger = PrivacyAccountant()
     model = make().set_params(accountant=ledger)
-    with pytest.raises(ValueError, match="logistic and multinomial logistic losses only.*'noisy_gd'"):
+    with pytest.raises(ValueError, match=r"logistic, multinomial logistic and squared \(p=2\) losses only.*'noisy_gd'"):
         model.fit(X, y)
     assert not ledger.history and not hasattr(model, "coef_")
 
@@ -318,8 +319,8 @@ def test_other_losses_are_refused_before_anything_is_charged(make):
 @pytest.mark.parametrize(
     "options, match",
     [
-        ({"n_steps": 0}, "n_steps must be an integer >= 1"),
-        ({"n_steps": 2.0}, "n_steps must be an integer >= 1"),
+        ({"n_steps": 0}, "n_steps must be an integer >= 1 or None"),
+        ({"n_steps": 2.0}, "n_steps must be an integer >= 1 or None"),
         ({"n_steps": 3, "hessian_steps": 4}, r"hessian_steps must be an integer in \[1, n_steps\]"),
         ({"hessian_share": 1.0}, r"hessian_share must be a number in \(0, 1\)"),
         ({"final_share": 0.0}, r"final_share must be a number in \(0, 1\]"),

@@ -1,4 +1,4 @@
-"""Private Newton method for the logistic and multinomial logistic losses.
+"""Private Newton method for the logistic, multinomial logistic and squared losses.
 
 Every iteration releases the full-batch gradient and the full-batch Hessian with Gaussian noise,
 and the step is computed from the released values only: the noisy Newton step of Avella-Medina,
@@ -33,6 +33,26 @@ and ``w_T`` is released. ``F_S(w) = (1 / n) sum_i phi(<w, x_i>, y_i)`` is the av
 clipped rows (the intercept column included); the penalty ``alpha ||w||**2 / 2`` is public given
 ``w`` and is added to the released values, never to the data's.
 
+Least squares: sufficient statistics perturbation
+-------------------------------------------------
+For the squared loss ``phi(z, y) = (y - z)**2`` (:class:`~skdpsco.losses.PowerLoss` with ``p = 2``:
+``phi' = -2 (y - z)``, ``phi'' = 2``) the Hessian ``hess F_S = (2 / n) sum_i c_i x_i x_i^T`` does
+not depend on ``w``, and the gradient at ``0`` is ``-(2 / n) sum_i c_i y_i x_i`` (``c_i`` the row
+weights, 1 without). The default for this loss is one step, ``T = T_H = 1``: the release is the
+minimiser over the ball of ``<g_1, v> + v^T A_1 v / 2``, i.e. (inside the ball) ``A_1^{-1} (-g_1)``
+with ``A_1`` the released ``(2 / n) X^T X`` floored and ``-g_1`` the released ``(2 / n) X^T y``:
+sufficient statistics perturbation (SSP; Vu & Slavkovic 2009; Wang 2018, "Revisiting differentially
+private linear regression: optimal and adaptive prediction & estimation in unbounded domain",
+UAI). The eigenvalue floor plays the part of the adaptive ridge of Wang's AdaSSP, which adds
+``lambda I`` with ``lambda = max(0, (a bound on the noise's operator norm) - (a noisy lambda_min of
+X^T X))``, a third release with its own share of the budget; the floor costs nothing (post-processing)
+and raises only the directions the noise dominates. On the validation sets of
+``benchmarks/least_squares.py`` it measured better than both a ridge of the floor and AdaSSP's shift
+``max(0, floor - lambda_min)`` with the released matrix's smallest eigenvalue in place of a
+released one (``benchmarks/results/least_squares.md``), and further Newton steps (``T = 2``) measured
+worse: their gradients, at a ``w`` that depends on the data, have the full sensitivity ``2 L / n``,
+three times the first one's at the estimators' default radius (below).
+
 Multinomial: ``W`` has shape ``(K, p)`` and the Hessian is ``(Kp, Kp)``. The loss is invariant
 under adding one vector to every row of ``W``, so the gradient and Hessian vanish along the
 subspace ``N = {1_K v^T}``; the released gradient and Hessian are projected onto the orthogonal
@@ -46,6 +66,17 @@ Neighbouring datasets differ in one row (replace-one, ``n`` public).
   the same ``w`` differ by ``(grad f(w, z_i) - grad f(w, z'_i)) / n``, of norm at most ``2 L / n``
   with ``L`` the loss's per-row gradient bound on the ball (``problem.constants.lipschitz``; the
   ridge term is the same on both datasets and cancels, as in :mod:`skdpsco.solvers.noisy_gd`).
+* **First gradient of the squared loss**, sensitivity ``Delta_1 = 2 L_0 / n``
+  (:func:`first_gradient_sensitivity`). It is taken at ``w_0 = 0``, which is public (fixed before
+  the data is read), so only the rows' gradients at ``0`` matter: ``c phi'(0, y) x = -2 c y x``, of
+  norm at most ``L_0 = 2 B_y B`` (``|y| <= B_y``, ``||x|| <= B``, ``c <= 1``), and two of them differ
+  by at most ``2 L_0``, attained by ``(x, B_y)`` and ``(x, -B_y)`` with ``||x|| = B``. PowerLoss's
+  constants are ``L = 2 B (B_y + B R)`` and ``beta = 2 B**2``, so ``L_0 = L - beta R``, computed from
+  the problem's constants (those of the loss on the problem's ball, as every solver's calibration
+  assumes) and rounded up by ``1e-12 L`` against the cancellation. At the estimators' default
+  radius ``R = 2 B_y / B`` (:func:`skdpsco.defaults.regression_radius`), ``L = 3 L_0``. The logistic
+  losses keep ``2 L / n`` for their first gradient (their ``|phi'(0, y)| = 1 / 2`` would halve it;
+  not done, so that their released models stay those measured and pinned by the tests).
 * **Hessian**, Frobenius sensitivity ``Delta_H = sqrt(2) b / n``, ``b`` a bound on the Frobenius
   norm of one row's Hessian (:func:`row_hessian_bound`). The averaged Hessians differ by ``(h -
   h') / n`` with ``h = hess f(w, z_i)``, ``h' = hess f(w, z'_i)``; both are positive semidefinite
@@ -66,7 +97,8 @@ Neighbouring datasets differ in one row (replace-one, ``n`` public).
   releases; a Gaussian mechanism of sensitivity ``Delta`` and noise ``s`` is ``Delta / s``-GDP,
   and ``mu_i``-GDP mechanisms compose adaptively to ``sqrt(sum mu_i**2)``-GDP exactly (Dong, Roth
   & Su 2022, Cor. 3.3). The event is the composition of the ``T + T_H`` events
-  :func:`~skdpsco.accounting.gaussian_event` ``(s_i, Delta_i)``, which
+  :func:`~skdpsco.accounting.gaussian_event` ``(s_i, Delta_i)`` (``Delta_i`` the sensitivity of
+  release ``i``: ``Delta_1`` or ``Delta_g`` for a gradient, ``Delta_H`` for a Hessian), which
   :func:`~skdpsco.accounting.epsilon_of` converts exactly.
 
 Everything after the releases (averaging, floor, ridge, projection onto ``N``'s complement, the
@@ -98,7 +130,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, softmax
 
 from ..accounting import epsilon_of, gaussian_event, gaussian_noise_multiplier
-from ..losses import LogisticLoss, MultinomialLogisticLoss, WeightedLoss
+from ..losses import LogisticLoss, MultinomialLogisticLoss, PowerLoss, WeightedLoss
 from ._core import SolverResult, _dask, is_dask, project_to_ball, release_noise, scale_sparse_rows
 from .noisy_gd import _NOISE_SAFETY  # the same round-up of a closed-form noise level
 
@@ -106,19 +138,40 @@ if TYPE_CHECKING:  # a run-time import would be circular: the registry imports t
     from . import Problem
 
 __all__ = [
+    "LOGISTIC_STEPS",
     "NewtonPlan",
     "PrivateNewton",
+    "first_gradient_sensitivity",
     "gradient_sensitivity",
     "hessian_sensitivity",
+    "is_squared_loss",
     "pack_symmetric",
     "row_hessian_bound",
+    "supports_loss",
     "unpack_symmetric",
 ]
+
+LOGISTIC_STEPS = 8
+"""``T`` of :class:`PrivateNewton` with ``n_steps=None`` for the logistic losses."""
 
 HESSIAN_BLOCK = 8192
 """Rows per block of the gradient and Hessian pass (bounds the temporary of the weighted rows)."""
 
-SUPPORTED_LOSSES = (LogisticLoss, MultinomialLogisticLoss)
+def _unweighted(loss):
+    return loss.base if isinstance(loss, WeightedLoss) else loss
+
+
+def is_squared_loss(loss) -> bool:
+    """Whether ``loss`` (or the base of a :class:`~skdpsco.losses.WeightedLoss`) is the squared loss
+    ``(y - z)**2``, :class:`~skdpsco.losses.PowerLoss` with ``p = 2``."""
+    base = _unweighted(loss)
+    return type(base) is PowerLoss and base.p == 2.0
+
+
+def supports_loss(loss) -> bool:
+    """Whether this solver's sensitivities are derived for ``loss`` (unweighted or weighted): the
+    logistic, multinomial logistic and squared losses."""
+    return type(_unweighted(loss)) in (LogisticLoss, MultinomialLogisticLoss) or is_squared_loss(loss)
 
 
 def row_hessian_bound(problem: Problem) -> float:
@@ -133,6 +186,9 @@ def row_hessian_bound(problem: Problem) -> float:
       q**2`` (Jensen: ``sum_k s_k s_k**2 >= (sum_k s_k s_k)**2``), so ``||M||_F**2 <= q (1 - q) <=
       1 / 4``: ``||hess||_F <= B**2 / 2``, the loss's ``beta`` (attained at ``s = (1/2, 1/2, 0,
       ...)``).
+    * The squared loss (:class:`~skdpsco.losses.PowerLoss`, ``p = 2``): ``hess = 2 x x^T``, of
+      Frobenius norm ``2 ||x||**2 <= 2 B**2``, the loss's ``beta`` (attained by every row of norm
+      ``B``, at every ``w``).
 
     A :class:`~skdpsco.losses.WeightedLoss` of one of them has the same bound (``c h`` with ``c`` in
     ``[0, 1]``).
@@ -142,12 +198,13 @@ def row_hessian_bound(problem: Problem) -> float:
     ValueError
         For any other loss, naming the algorithms that train it.
     """
-    loss = problem.loss.base if isinstance(problem.loss, WeightedLoss) else problem.loss
-    if type(loss) not in SUPPORTED_LOSSES:
+    if not supports_loss(problem.loss):
+        loss = _unweighted(problem.loss)
+        detail = f" with p={loss.p:g}" if isinstance(loss, PowerLoss) else ""
         raise ValueError(
-            f"algorithm='newton' supports the logistic and multinomial logistic losses only (their "
-            f"Hessian sensitivity is derived in skdpsco.solvers.newton); got the loss {loss.name!r}. "
-            "Use algorithm='noisy_gd' or 'auto' for it."
+            f"algorithm='newton' supports the logistic, multinomial logistic and squared (p=2) losses "
+            f"only (their Hessian sensitivity is derived in skdpsco.solvers.newton); got the loss "
+            f"{loss.name!r}{detail}. Use algorithm='noisy_gd' or 'auto' for it."
         )
     return float(problem.constants.smoothness)
 
@@ -155,6 +212,22 @@ def row_hessian_bound(problem: Problem) -> float:
 def gradient_sensitivity(problem: Problem) -> float:
     """``2 L / n``: replace-one ``l2`` sensitivity of the averaged loss gradient (module docstring)."""
     return 2.0 * float(problem.constants.lipschitz) / problem.n_samples
+
+
+def first_gradient_sensitivity(problem: Problem) -> float:
+    """Replace-one ``l2`` sensitivity of the averaged loss gradient at the public ``w_0 = 0``: ``2 L_0
+    / n`` with ``L_0 = L - beta R`` for the squared loss, ``2 L / n`` for the others (module
+    docstring)."""
+    if not is_squared_loss(problem.loss):
+        return gradient_sensitivity(problem)
+    lipschitz = float(problem.constants.lipschitz)
+    origin = lipschitz - float(problem.constants.smoothness) * float(problem.radius)
+    return 2.0 * (origin + _ROUNDING * lipschitz) / problem.n_samples
+
+
+_ROUNDING = 1e-12
+"""Relative slack of ``L_0 = L - beta R`` (:func:`first_gradient_sensitivity`): the difference of two
+rounded products is an upper bound on the exact one only up to a few ulps of ``L``."""
 
 
 def hessian_sensitivity(problem: Problem) -> float:
@@ -192,6 +265,8 @@ class NewtonPlan:
     ----------
     n_samples, n_steps, hessian_steps : int
         ``n``, ``T`` and ``T_H`` (Hessians are released at the first ``T_H`` steps).
+    gradient_sensitivities : tuple of float
+        ``Delta_t`` of the ``T`` gradient releases (the first at the public ``w_0 = 0``).
     gradient_noise : tuple of float
         ``s_t`` of the ``T`` gradient releases.
     hessian_noise : tuple of float
@@ -203,6 +278,7 @@ class NewtonPlan:
     n_samples: int
     n_steps: int
     hessian_steps: int
+    gradient_sensitivities: tuple
     gradient_noise: tuple
     hessian_noise: tuple
     dp_event: object
@@ -217,7 +293,8 @@ def _shares(n_steps: int, hessian_steps: int, hessian_share: float, final_share:
 
 def plan_newton(problem: Problem, n_steps: int, hessian_steps: int, hessian_share: float, final_share: float) -> NewtonPlan:
     """Plan the private Newton method, (epsilon, delta)-DP exactly for ``problem`` (module docstring)."""
-    gradient_delta, hessian_delta = gradient_sensitivity(problem), hessian_sensitivity(problem)
+    hessian_delta = hessian_sensitivity(problem)
+    gradient_deltas = (first_gradient_sensitivity(problem),) + (gradient_sensitivity(problem),) * (n_steps - 1)
     if not 0 < float(problem.radius) < math.inf:
         raise ValueError(f"algorithm='newton' needs a bounded domain: radius must be finite and > 0; got {problem.radius!r}.")
     if problem.n_samples < 1:
@@ -225,15 +302,17 @@ def plan_newton(problem: Problem, n_steps: int, hessian_steps: int, hessian_shar
     epsilon, delta = float(problem.epsilon), float(problem.delta)
     mu = 1.0 / gaussian_noise_multiplier(epsilon, delta)
     gradient_shares, hessian_shares = _shares(n_steps, hessian_steps, hessian_share, final_share)
-    gradient_noise = tuple(float(gradient_delta / (mu * math.sqrt(s)) * _NOISE_SAFETY) for s in gradient_shares)
+    gradient_noise = tuple(
+        float(d / (mu * math.sqrt(s)) * _NOISE_SAFETY) for d, s in zip(gradient_deltas, gradient_shares)
+    )
     hessian_noise = tuple(float(hessian_delta / (mu * math.sqrt(s)) * _NOISE_SAFETY) for s in hessian_shares)
     event = dp_accounting.ComposedDpEvent(
-        [gaussian_event(s, gradient_delta) for s in gradient_noise]
+        [gaussian_event(s, d) for s, d in zip(gradient_noise, gradient_deltas)]
         + [gaussian_event(s, hessian_delta) for s in hessian_noise]
     )
     if epsilon_of(event, delta) > epsilon:
         raise AssertionError(f"The Newton plan spends more than epsilon={epsilon}.")
-    return NewtonPlan(int(problem.n_samples), n_steps, hessian_steps, gradient_noise, hessian_noise, event)
+    return NewtonPlan(int(problem.n_samples), n_steps, hessian_steps, gradient_deltas, gradient_noise, hessian_noise, event)
 
 
 def loss_derivatives(w: np.ndarray, X: np.ndarray, y: np.ndarray, loss, hessian: bool):
@@ -262,18 +341,19 @@ def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool) -> tuple:
         margins = X_block @ w.T
         gradient += loss.derivative(margins, y_block).T @ X_block
         if hessian:
-            _add_hessian(total, margins, X_block, y_block["weight"] if weighted else None)
+            _add_hessian(total, margins, X_block, y_block["weight"] if weighted else None, loss)
     return gradient, total
 
 
-def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weights: np.ndarray | None) -> None:
-    """Add the summed loss Hessians of the rows ``X`` with ``margins`` to ``total`` (logistic: ``X^T
-    diag(c phi'') X``, one symmetric rank-``k`` update; multinomial: the blocks ``(k, l)`` of ``X^T
-    diag(c s_k (delta_kl - s_l)) X``, parameter flattened row by row), ``c`` the rows' weights
-    (``None``: all 1)."""
+def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weights: np.ndarray | None, loss) -> None:
+    """Add the summed loss Hessians of the rows ``X`` with ``margins`` to ``total`` (logistic and
+    squared loss: ``X^T diag(c phi'') X``, one symmetric rank-``k`` update, ``phi'' = sigma(z)
+    sigma(-z)`` or 2; multinomial: the blocks ``(k, l)`` of ``X^T diag(c s_k (delta_kl - s_l)) X``,
+    parameter flattened row by row), ``c`` the rows' weights (``None``: all 1)."""
     c = 1.0 if row_weights is None else np.asarray(row_weights, dtype=np.float64)
     if margins.ndim == 1:
-        scaled = _rows_times(X, np.sqrt(c * expit(margins) * expit(-margins)))
+        curvature = np.full(X.shape[0], 2.0) if is_squared_loss(loss) else expit(margins) * expit(-margins)
+        scaled = _rows_times(X, np.sqrt(c * curvature))
         total += _dense(scaled.T @ scaled)  # A.T @ A: numpy calls the symmetric BLAS update
         return
     n_classes, p = margins.shape[1], X.shape[1]
@@ -337,12 +417,16 @@ class PrivateNewton:
 
     Parameters
     ----------
-    n_steps : int
-        ``T``, the number of Newton steps (gradient releases).
+    n_steps : int or None
+        ``T``, the number of Newton steps (gradient releases). ``None``: :data:`LOGISTIC_STEPS` for
+        the logistic losses, 1 for the squared loss (module docstring, "Least squares": its Hessian
+        is constant, so the one step from ``w_0 = 0`` is sufficient statistics perturbation; later
+        steps would release gradients of sensitivity ``2 L / n``, three times the first one's at the
+        default radius, and measured worse).
     hessian_steps : int or None
         ``T_H <= T``: Hessians are released at the first ``T_H`` steps and the last average is
-        reused after. ``None``: ``ceil(3 T / 4)`` (6 of the default 8 steps; near the end of the
-        path the Hessian changes little, and each release saved is a pass over the rows).
+        reused after. ``None``: ``ceil(3 T / 4)`` (6 of the default 8 steps, 1 of 1; near the end
+        of the path the Hessian changes little, and each release saved is a pass over the rows).
     hessian_share : float
         Share of the budget's ``mu**2`` spent on the Hessian releases, in (0, 1).
     final_share : float
@@ -355,7 +439,7 @@ class PrivateNewton:
         semicircle are raised to it.
     """
 
-    n_steps: int = 8
+    n_steps: int | None = None
     hessian_steps: int | None = None
     hessian_share: float = 0.3
     final_share: float = 0.5
@@ -368,9 +452,11 @@ class PrivateNewton:
         def integer(value, low):
             return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= low
 
-        if not integer(self.n_steps, 1):
-            raise ValueError(f"n_steps must be an integer >= 1; got {self.n_steps!r}.")
-        if self.hessian_steps is not None and not (integer(self.hessian_steps, 1) and self.hessian_steps <= self.n_steps):
+        if self.n_steps is not None and not integer(self.n_steps, 1):
+            raise ValueError(f"n_steps must be an integer >= 1 or None; got {self.n_steps!r}.")
+        if self.hessian_steps is not None and not (
+            integer(self.hessian_steps, 1) and (self.n_steps is None or self.hessian_steps <= self.n_steps)
+        ):
             raise ValueError(f"hessian_steps must be an integer in [1, n_steps] or None; got {self.hessian_steps!r}.")
         if not integer(self.hessian_window, 1):
             raise ValueError(f"hessian_window must be an integer >= 1; got {self.hessian_window!r}.")
@@ -381,13 +467,35 @@ class PrivateNewton:
         if not (isinstance(self.floor_factor, (int, float)) and 0 < self.floor_factor < math.inf):
             raise ValueError(f"floor_factor must be a finite number > 0; got {self.floor_factor!r}.")
 
-    @property
-    def planned_hessian_steps(self) -> int:
-        """``T_H``: ``hessian_steps``, or its default ``ceil(3 T / 4)``."""
-        return math.ceil(0.75 * self.n_steps) if self.hessian_steps is None else self.hessian_steps
+    def planned_steps(self, problem: Problem) -> int:
+        """``T``: ``n_steps``, or its default for ``problem``'s loss (1 for the squared loss,
+        :data:`LOGISTIC_STEPS` for the others)."""
+        if self.n_steps is not None:
+            return self.n_steps
+        return 1 if is_squared_loss(problem.loss) else LOGISTIC_STEPS
+
+    def planned_hessian_steps(self, problem: Problem) -> int:
+        """``T_H``: ``hessian_steps``, or its default ``ceil(3 T / 4)``.
+
+        Raises
+        ------
+        ValueError
+            If ``hessian_steps`` exceeds the default ``T`` of ``problem``'s loss.
+        """
+        n_steps = self.planned_steps(problem)
+        if self.hessian_steps is None:
+            return math.ceil(0.75 * n_steps)
+        if self.hessian_steps > n_steps:
+            raise ValueError(
+                f"hessian_steps={self.hessian_steps} exceeds n_steps={n_steps} (the default for the loss "
+                f"{problem.loss.name!r}); pass n_steps as well, at least hessian_steps."
+            )
+        return self.hessian_steps
 
     def plan(self, problem: Problem) -> NewtonPlan:
-        return plan_newton(problem, self.n_steps, self.planned_hessian_steps, self.hessian_share, self.final_share)
+        return plan_newton(
+            problem, self.planned_steps(problem), self.planned_hessian_steps(problem), self.hessian_share, self.final_share
+        )
 
     def _curvature(self, released: list, n_classes: int):
         """Eigen-decomposition of the inverse-variance weighted average of the ``released`` noisy
