@@ -7,8 +7,8 @@ charge, before any solver reads the rows), and writes ``benchmarks/results/event
 and its epsilon at the fit's delta by
 
 * ``epsilon_of``: what the library reports;
-* its PLD (the library's own construction, :func:`skdpsco.accounting._pld_epsilon`) and the RDP
-  accountant, where each applies;
+* its closed-form curve of Gaussians and randomized responses (the library's own,
+  :func:`skdpsco.accounting._mixture_epsilon`) and the RDP accountant, where each applies;
 * ``dp_accounting``'s ``PLDAccountant`` on the event as it is (Gaussian events rewritten to its
   doubled-sensitivity reading), which undercounts self-composed randomized responses (issue 18);
 * an independent conversion (:func:`independent_epsilon`: closed forms and dp-accounting's PLD
@@ -276,7 +276,7 @@ def conversions(emitted: EmittedEvent) -> dict:
     """The row of the table for one event."""
     event, delta = emitted.event, emitted.delta
     parts = accounting._gaussian_and_randomized_response_parts(event)
-    own_pld = accounting._pld_epsilon(*parts, delta) if parts is not None else math.nan
+    own_curve = accounting._mixture_epsilon(*parts, delta) if parts is not None else math.nan
     rdp_only = (dp_accounting.SampledWithoutReplacementDpEvent, dp_accounting.dp_event.RepeatAndSelectDpEvent)
     if any(accounting._contains(event, kind) for kind in rdp_only):
         rdp_epsilon = epsilon_of(event, delta)  # RDP is the only conversion, on epsilon_of's own order grid
@@ -289,7 +289,7 @@ def conversions(emitted: EmittedEvent) -> dict:
         "event": _describe(event),
         "delta": delta,
         "epsilon_of": epsilon_of(event, delta),
-        "pld": own_pld,
+        "curve": own_curve,
         "rdp": rdp_epsilon,
         "dp_accounting_pld": _dp_accounting_pld_epsilon(event, delta),
         "independent": (lower, upper),
@@ -330,12 +330,12 @@ def _format(value) -> str:
 
 def table(rows: list[dict]) -> str:
     lines = [
-        "| emitted by | event | δ | `epsilon_of` (reported) | PLD (skdpsco's) | RDP | dp-accounting `PLDAccountant` | independent |",
+        "| emitted by | event | δ | `epsilon_of` (reported) | Gaussian + RR curve (skdpsco's) | RDP | dp-accounting `PLDAccountant` | independent |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
-            f"| {row['source']} | {row['event']} | {row['delta']:g} | {_format(row['epsilon_of'])} | {_format(row['pld'])} "
+            f"| {row['source']} | {row['event']} | {row['delta']:g} | {_format(row['epsilon_of'])} | {_format(row['curve'])} "
             f"| {_format(row['rdp'])} | {_format(row['dp_accounting_pld'])} | {_format(row['independent'])} |"
         )
     return "\n".join(lines)

@@ -16,9 +16,9 @@ accountants under ``REPLACE_ONE`` (pinned by ``tests/test_accounting.py``):
   the mean by ``2 C`` on replacement, i.e. ``mu = 2 / z``: twice the RDP sensitivity.
 
 skdpsco stores the RDP reading, ``noise_multiplier = sigma / Delta`` with ``Delta`` the
-replace-one sensitivity (:func:`gaussian_event`). Its privacy loss distribution is built here
-from that reading (the pair ``N(0, z**2)``, ``N(1, z**2)``; :func:`_pld_epsilon`), never by the
-PLD accountant's own reading of the event.
+replace-one sensitivity (:func:`gaussian_event`). Its privacy curve is computed here from that
+reading (the pair ``N(0, z**2)``, ``N(1, z**2)``; :func:`_mixture_epsilon`), never by the PLD
+accountant's own reading of the event.
 
 Conversion
 ----------
@@ -26,15 +26,16 @@ Conversion
 smallest epsilon (each is a valid upper bound):
 
 * compositions of Gaussian releases and pure-DP events (binary randomized responses,
-  :func:`pure_dp_event`): privacy loss distributions built from ``dp_accounting``'s PLD
-  primitives by :func:`_pld_epsilon`, with every multiplicity applied explicitly, and the RDP
-  accountant;
+  :func:`pure_dp_event`): their privacy curve in closed form, a mixture of Gaussian curves over
+  the responses' summed privacy loss (:func:`_mixture_epsilon`, every multiplicity applied
+  explicitly, within one lattice step per group of the exact epsilon, at a cost that does not
+  grow with the number of events), and the RDP accountant;
 * zCDP and amplification-by-iteration bounds, which are proven in RDP only: the RDP accountant on
   a dense order grid with the conversion of Canonne, Kamath & Steinke 2020, Prop. 12;
 * an event that contains :class:`FixedOrderRdpDpEvent` (an RDP bound proven at one order only,
   e.g. Stop-PNSGD, ``feldman.md`` §B4, pitfall D12): at those orders only, never by a PLD.
 
-Why the PLD is not the PLD accountant's: ``dp_accounting`` 0.6.0's ``PLDAccountant`` composes
+Why not ``dp_accounting``'s PLD accountant: its version 0.6.0 composes
 ``SelfComposedDpEvent(RandomizedResponseDpEvent, K)`` once whatever ``K`` (it drops the count for
 that event type), so ``epsilon_of(SelfComposedDpEvent(pure_dp_event(1), 10), 1e-6)`` came out 1.0
 instead of 10 and, the smallest answer winning, one-vs-rest pure-DP fits reported one class's
@@ -63,8 +64,9 @@ from typing import Any, Callable
 import attr
 import dp_accounting
 import numpy as np
-from dp_accounting import pld, rdp
+from dp_accounting import rdp
 from scipy.optimize import brentq
+from scipy.fft import next_fast_len
 from scipy.special import gammaln, log_ndtr, ndtr
 
 __all__ = [
@@ -106,9 +108,6 @@ differ in one row."""
 _RDP_ORDERS = np.unique(
     np.concatenate([np.linspace(1.02, 2.0, 100), np.geomspace(2.0, 1e5, 2000)])
 )
-# Pessimistic PLD discretisation: a valid upper bound at any interval; 1e-3 costs < 1e-6 in
-# epsilon against 1e-4 on a Gaussian at epsilon ~ 1 and is ten times faster.
-_PLD_DISCRETIZATION = 1e-3
 
 
 def gaussian_event(noise_std: float, sensitivity: float) -> dp_accounting.GaussianDpEvent:
@@ -400,38 +399,136 @@ def _gaussian_and_randomized_response_parts(event: dp_accounting.DpEvent, count:
     return None
 
 
-def _pld_epsilon(gaussian_precision: float, responses: dict, delta: float) -> float:
-    """Epsilon at ``delta`` of ``responses`` composed with one Gaussian of ``mu**2 =
-    gaussian_precision``, by ``dp_accounting``'s privacy loss distributions (pessimistic
-    discretisation: an upper bound).
+def _randomized_response_losses(noise_parameter: float, count: int, negligible: float):
+    """The privacy loss of ``count`` equal binary randomized responses under the first distribution
+    of their dominating pair: its values ``(count - 2 j) eps_0`` (``j`` responses flipped) with
+    their binomial probabilities (:func:`exact_randomized_response_epsilon`), the least probable
+    values of total probability at most ``negligible`` left out, and that total.
 
-    The Gaussian events compose exactly into one Gaussian (Gaussian DP, Dong, Roth & Su 2022,
-    Cor. 3.3: ``mu**2`` adds), whose dominating pair in the library convention is ``N(0, z**2)``
-    against ``N(1, z**2)`` with ``z = 1 / mu``: ``from_gaussian_mechanism(z, sensitivity=1)`` under
-    add-or-remove, whose two directions coincide without sampling. Each group of ``k`` equal
-    randomized responses is ``self_compose(k)`` of its PLD, applied here explicitly.
+    Returns
+    -------
+    (losses, probabilities, left_out)
+    """
+    eps0 = math.log(2.0 / noise_parameter - 1.0)
+    j = np.arange(count + 1)
+    log_choose = gammaln(count + 1) - gammaln(j + 1) - gammaln(count - j + 1)
+    log_p, log_q = -np.logaddexp(0.0, -eps0), -np.logaddexp(0.0, eps0)
+    probabilities = np.exp(log_choose + (count - j) * log_p + j * log_q)
+    least_first = np.argsort(probabilities)
+    left_out = least_first[np.cumsum(probabilities[least_first]) <= negligible]
+    kept = np.ones(count + 1, dtype=bool)
+    kept[left_out] = False
+    return (count - 2 * j[kept]) * eps0, probabilities[kept], float(probabilities[left_out].sum())
+
+
+_MIXTURE_BINS = 2**12
+"""Lattice points over the range of the randomized responses' summed privacy loss
+(:func:`_summed_response_losses`), used when the exact sums outnumber them: each group's losses
+are then rounded up by less than one lattice step, so the epsilon of :func:`_mixture_epsilon`
+exceeds the exact one by less than (the number of groups) x (their summed loss range) / 4096."""
+
+_MIXTURE_NEGLIGIBLE = 1e-9
+"""Probability of the randomized responses' least likely losses left out, as a fraction of
+``delta``: added to ``delta(epsilon)`` in full (a left-out loss adds at most its probability)."""
+
+_CONVOLUTION_ERROR = 1e-15
+"""Allowance, per lattice point and group, for the floating-point error of an FFT convolution of
+probability vectors (about machine epsilon times their norms), added to ``delta(epsilon)``."""
+
+
+def _summed_response_losses(responses: dict, negligible: float):
+    """The summed privacy loss of the groups ``responses`` (``{noise_parameter: count}``) of
+    binary randomized responses, independent under the dominating pairs' first distributions:
+    every sum exactly when there are at most :data:`_MIXTURE_BINS` of them, otherwise on a
+    lattice, every group's loss values rounded *up* to the lattice, then the groups' distributions
+    convolved.
+
+    Rounding every loss up makes the lattice distribution stochastically larger than the exact
+    sum, which only raises ``delta(epsilon) = E[(1 - e**(epsilon - L))_+]`` (nondecreasing in ``L``):
+    a valid upper bound, by less than one lattice step per group in epsilon.
+
+    Returns
+    -------
+    (losses, probabilities, slack)
+        The lattice losses with positive probability, their probabilities, and the probability
+        left out plus the convolution's error allowance, to be added to ``delta(epsilon)``.
+    """
+    if not responses:
+        return np.zeros(1), np.ones(1), 0.0
+    groups = [
+        _randomized_response_losses(noise, count, negligible / len(responses))
+        for noise, count in sorted(responses.items())
+    ]
+    if math.prod(losses.size for losses, _, _ in groups) <= _MIXTURE_BINS:  # few enough: every sum, exactly
+        losses, probabilities = np.zeros(1), np.ones(1)
+        for group_losses, group_probabilities, _ in groups:
+            losses = np.add.outer(losses, group_losses).ravel()
+            probabilities = np.multiply.outer(probabilities, group_probabilities).ravel()
+        return losses, probabilities, sum(left_out for _, _, left_out in groups)
+    span = sum(float(losses.max() - losses.min()) for losses, _, _ in groups)
+    step = span / _MIXTURE_BINS if span > 0 else 1.0
+    lattices, offset = [], 0
+    for losses, group_probabilities, _ in groups:
+        index = np.ceil(losses / step).astype(np.int64)
+        lattices.append(np.bincount(index - index.min(), weights=group_probabilities))
+        offset += int(index.min())
+    size = sum(lattice.size for lattice in lattices) - len(lattices) + 1
+    transform = np.prod([np.fft.rfft(lattice, next_fast_len(size)) for lattice in lattices], axis=0)
+    probabilities = np.maximum(np.fft.irfft(transform, next_fast_len(size))[:size], 0.0)  # round-off below 0: raised
+    slack = sum(left_out for _, _, left_out in groups)
+    slack += _CONVOLUTION_ERROR * probabilities.size * len(groups)
+    positive = np.flatnonzero(probabilities > 0)
+    return step * (offset + positive), probabilities[positive], slack
+
+
+def _mixture_epsilon(gaussian_precision: float, responses: dict, delta: float, lower: float = 0.0) -> float:
+    """Epsilon at ``delta`` of ``responses`` (``{noise_parameter: count}`` of binary randomized
+    responses) composed with one Gaussian of ``mu**2 = gaussian_precision``: an upper bound within
+    one lattice step per group of the exact value (:data:`_MIXTURE_BINS`).
+
+    The Gaussian releases compose exactly into one Gaussian (Gaussian DP, Dong, Roth & Su 2022,
+    Cor. 3.3), whose dominating pair is ``N(mu, 1)`` against ``N(0, 1)``; a binary randomized
+    response is the dominating pair of its pure epsilon (Kairouz, Oh & Viswanath 2015); and the
+    product of dominating pairs dominates the adaptive composition (Zhu, Dong & Wang 2022,
+    Thm 10). Every pair here is symmetric, so one direction is the whole curve. The composed privacy
+    loss under the first distribution is ``L = G + D``, ``G ~ N(mu**2 / 2, mu**2)`` independent of
+    the responses' summed loss ``D`` (:func:`_summed_response_losses`), and
+
+        ``delta(epsilon) = E[(1 - e**(epsilon - L))_+] = sum_i P(D = d_i) delta_G(epsilon - d_i)``,
+
+    ``delta_G(t) = Phi(-t / mu + mu / 2) - e**t Phi(-t / mu - mu / 2)`` the Gaussian's curve (Balle
+    & Wang 2018, Thm 8), valid at every real ``t`` (``(1 - e**t)_+`` when ``mu = 0``): a mixture of
+    Gaussian curves, evaluated in closed form and solved for ``epsilon``. Unlike a discretised PLD
+    (whose pessimistic rounding grows with every composition), the rounding here is once per
+    group, and the cost does not depend on ``mu`` or on the counts beyond the binomials' sizes.
+
+    ``lower``, a value the answer cannot be below (:func:`_exact_lower_bound`), only narrows the
+    search. Where ``e**t`` would overflow, ``t`` is capped at 700 in the second term: that term is
+    subtracted, so the cap (and any underflow of ``Phi``) can only raise ``delta(epsilon)``.
     """
     if math.isinf(gaussian_precision) or any(noise == 0 for noise in responses):
         return math.inf
-    distributions = []
-    if gaussian_precision > 0:
-        distributions.append(pld.privacy_loss_distribution.from_gaussian_mechanism(
-            standard_deviation=1.0 / math.sqrt(gaussian_precision), sensitivity=1.0,
-            value_discretization_interval=_PLD_DISCRETIZATION,
-            neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
-        ))
-    for noise, count in sorted(responses.items()):
-        response = pld.privacy_loss_distribution.from_randomized_response(
-            noise_parameter=noise, num_buckets=2, value_discretization_interval=_PLD_DISCRETIZATION,
-            neighboring_relation=NEIGHBORING_RELATION,
-        )
-        distributions.append(response.self_compose(count) if count > 1 else response)
-    if not distributions:
-        return 0.0
-    total = distributions[0]
-    for distribution in distributions[1:]:
-        total = total.compose(distribution)
-    return float(total.get_epsilon_for_delta(delta))
+    losses, probabilities, slack = _summed_response_losses(responses, _MIXTURE_NEGLIGIBLE * delta)
+    if slack >= 0.5 * delta:  # delta below the convolution's round-off: left to the other accountants
+        return math.inf
+    mu = math.sqrt(gaussian_precision)
+
+    def excess(epsilon: float) -> float:
+        t = epsilon - losses
+        if mu > 0:
+            z = t / mu
+            curve = ndtr(mu / 2 - z) - np.exp(np.minimum(t, 700.0)) * ndtr(-z - mu / 2)
+        else:
+            curve = -np.expm1(np.minimum(t, 0.0))
+        return float(probabilities @ np.maximum(curve, 0.0)) + slack - delta
+
+    lower = max(float(lower), 0.0)
+    if excess(lower) <= 0:
+        return lower
+    gap = 0.25 * lower + 1.0
+    while excess(lower + gap) > 0:
+        gap *= 2.0
+    return _rounded_up(brentq(excess, lower, lower + gap, xtol=1e-12, rtol=1e-12))
 
 
 def exact_gaussian_epsilon(mu: float, delta: float) -> float:
@@ -466,7 +563,11 @@ def exact_randomized_response_epsilon(noise_parameter: float, count: int, delta:
     q'**j`` (``p = e**eps_0 / (1 + e**eps_0)``, ``q' = 1 - p``, ``j`` the responses that flip), so
     ``delta(eps) = sum_j C(count, j) [p**(count - j) q'**j - e**eps p**j q'**(count - j)]_+``
     (Kairouz, Oh & Viswanath 2015, Thm 3.3: the exact composition of randomized responses, which
-    dominates every ``count``-fold composition of ``eps_0``-DP mechanisms), solved for ``eps``.
+    dominates every ``count``-fold composition of ``eps_0``-DP mechanisms), solved for ``eps`` in
+    closed form: between two consecutive losses ``l_(m+1) <= eps <= l_m`` the curve is ``A_m -
+    e**eps B_m`` (``A_m``, ``B_m`` the sums of the two bracketed terms over ``j <= m``; a loss equal
+    to ``eps`` contributes 0), continuous and decreasing, so the root is ``ln((A_m - delta) / B_m)``
+    on the one segment that holds it.
     """
     eps0 = _randomized_response_epsilon(dp_accounting.RandomizedResponseDpEvent(noise_parameter, 2))
     if math.isinf(eps0):
@@ -476,15 +577,18 @@ def exact_randomized_response_epsilon(noise_parameter: float, count: int, delta:
     log_p, log_q = -np.logaddexp(0.0, -eps0), -np.logaddexp(0.0, eps0)
     log_positive = log_choose + (count - j) * log_p + j * log_q
     log_negative = log_choose + j * log_p + (count - j) * log_q
-    loss = (count - 2 * j) * eps0
-
-    def curve(eps: float) -> float:
-        above = loss > eps
-        return float(np.sum(np.exp(log_positive[above]) - np.exp(eps + log_negative[above])))
-
-    if curve(0.0) <= delta:
+    loss = (count - 2 * j) * eps0  # decreasing in j
+    positive = loss > 0
+    if np.sum(np.exp(log_positive[positive]) - np.exp(log_negative[positive])) <= delta:  # the curve at 0
         return 0.0
-    return _rounded_up(brentq(lambda eps: curve(eps) - delta, 0.0, count * eps0, xtol=1e-12, rtol=1e-12))
+    above = np.cumsum(np.exp(log_positive)) - delta  # A_m - delta
+    log_below = np.logaddexp.accumulate(log_negative)  # ln B_m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        roots = np.log(above) - log_below
+    next_loss = np.append(loss[1:], -np.inf)
+    tolerance = 1e-12 * max(1.0, count * eps0)
+    on_segment = (above > 0) & (roots <= loss + tolerance) & (roots >= next_loss - tolerance)
+    return _rounded_up(max(float(roots[on_segment].max()), 0.0))
 
 
 def _rounded_up(root: float) -> float:
@@ -656,8 +760,9 @@ def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     Returns
     -------
     float
-        The smallest epsilon among the accountants that support ``event`` (PLD with
-        pessimistic discretisation; RDP on a dense order grid). ``inf`` for a non-private
+        The smallest epsilon among the accountants that support ``event`` (the closed-form
+        curve of Gaussians and randomized responses, :func:`_mixture_epsilon`; RDP on a dense
+        order grid). ``inf`` for a non-private
         event. If ``event`` is or composes (:class:`~dp_accounting.ComposedDpEvent`,
         :class:`~dp_accounting.SelfComposedDpEvent`) :class:`FixedOrderRdpDpEvent` s, the
         composition is converted at each of their orders only (RDP adds there; a fixed-order
@@ -671,8 +776,8 @@ def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     Notes
     -----
     A hashable event (every event but a composition, which holds a list) is converted once per
-    ``(event, delta)`` and remembered: a fit's event is a function of its public plan, and a PLD
-    or dense-grid RDP conversion costs milliseconds, more than a small fit. Inside a composition,
+    ``(event, delta)`` and remembered: a fit's event is a function of its public plan, and a
+    dense-grid RDP conversion costs milliseconds, more than a small fit. Inside a composition,
     the RDP of each numerically evaluated leaf (randomized response, sampled Gaussians, private
     selection) is remembered per order grid, to the last bit dp-accounting's
     (:class:`_RememberingRdpAccountant`).
@@ -704,8 +809,8 @@ def _epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     if _contains(event, dp_accounting.dp_event.RepeatAndSelectDpEvent):
         return _rdp_only_epsilon(event, delta, _SELECTION_RDP_ORDERS)
     parts = _gaussian_and_randomized_response_parts(event)
-    accountant = _rdp_accountant()
     if parts is None:
+        accountant = _rdp_accountant()
         if not accountant.supports(event):
             raise ValueError(f"No accountant supports the event {event!r} under REPLACE_ONE.")
         return float(accountant.compose(event).get_epsilon(delta))
@@ -715,10 +820,11 @@ def _epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     if precision == 0 and len(responses) == 1:  # equal randomized responses only: exact too
         ((noise, count),) = responses.items()
         return exact_randomized_response_epsilon(noise, count, delta)
-    candidates = {"PLD": _pld_epsilon(precision, responses, delta)}
-    if accountant.supports(event):
-        candidates["RDP"] = float(accountant.compose(event).get_epsilon(delta))
-    return _checked_minimum(candidates, _exact_lower_bound(precision, responses, delta), event)
+    # The closed-form curve is exact, or above the exact curve by one lattice step per group of
+    # responses: no accountant's answer can be lower by more, and the RDP conversion (a dense order
+    # grid) would cost more than the curve itself.
+    lower = _exact_lower_bound(precision, responses, delta)
+    return _checked_minimum({"mixture": _mixture_epsilon(precision, responses, delta, lower)}, lower, event)
 
 
 _remembered_epsilon_of = lru_cache(maxsize=1024)(_epsilon_of)
@@ -888,7 +994,7 @@ def gaussian_noise_multiplier(epsilon: float, delta: float) -> float:
     when its noise is ``sigma = gaussian_noise_multiplier(epsilon, delta) * Delta``: the event
     depends on ``sigma / Delta`` only, so every solver that releases Gaussians calibrates
     through this one cached bisection (:func:`calibrate_noise` on ``gaussian_event(z, 1)``,
-    converted by the PLD accountant). ``1 / z`` is the ``mu`` of ``mu``-GDP (``feldman.md``
+    converted exactly by :func:`exact_gaussian_epsilon`). ``1 / z`` is the ``mu`` of ``mu``-GDP (``feldman.md``
     §0.3, C4).
     """
     return calibrate_noise(lambda z: gaussian_event(z, 1.0), epsilon, delta)

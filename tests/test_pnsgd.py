@@ -198,9 +198,9 @@ def test_fixed_order_events_never_reach_other_accountants(monkeypatch):
         epsilon_of(dp_accounting.PoissonSampledDpEvent(0.1, event), DELTA)
 
     def forbidden(*args):
-        raise AssertionError("the PLD accountant saw a fixed-order event")
+        raise AssertionError("the Gaussian and randomized-response curve saw a fixed-order event")
 
-    monkeypatch.setattr(accounting, "_pld_epsilon", forbidden)
+    monkeypatch.setattr(accounting, "_mixture_epsilon", forbidden)
     assert epsilon_of(dp_accounting.ComposedDpEvent([event, gaussian_event(3.0, 1.0)]), DELTA) < math.inf
 
 
