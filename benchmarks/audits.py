@@ -79,7 +79,7 @@ from skdpsco.linear_model._base import PrivacyWarning, _pure_epsilon
 from skdpsco.linear_model._bounds import SCALED_BOUND, plan_bound, release_bound
 from skdpsco.linear_model._scaling import MAGNITUDE_THRESHOLD
 from skdpsco.location import inverse_sensitivity_location
-from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss
+from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss
 from skdpsco.model_selection import RandomTrials, calibrate_trial_rho, noisy_mean_score, select_best
 from skdpsco.preprocessing import DPStandardScaler
 from skdpsco.smoothing import smooth
@@ -397,6 +397,27 @@ def newton(epsilon: float = 2.0, hessian_share: float = 0.01) -> Setup:
         return solver.run(plan, np.ones((1, 1)), np.array([label]), problem, np.random.default_rng(seed)).coef[0]
 
     return Setup(run, 1.0, -1.0, _claim(plan.dp_event, AUDIT_DELTA), AUDIT_DELTA)
+
+
+def newton_least_squares(epsilon: float = 2.0, hessian_share: float = 0.01) -> Setup:
+    """Private Newton on the squared loss (its default one step from ``w = 0``: sufficient statistics
+    perturbation), one row (``p = 1``, ``x = 1``), target flip ``y = +-y_bound``: the gradient at the
+    public start moves by ``2 |phi'(0, y)| = 4 y_bound``, exactly its charged sensitivity ``2 L_0``
+    (``L_0 = 2 y_bound B``, :mod:`skdpsco.solvers.newton`), a third of the ball's ``2 L`` at this
+    radius. The curvature floor (``floor_factor = 100``) is far above every noisy Hessian, so the
+    release ``-g_1 / floor`` is the gradient's Gaussian mechanism itself, inside the ball; the
+    Hessian, the same on both datasets, gets 1 % of the budget (its sensitivity is tested against
+    neighbours in ``tests/test_newton_least_squares.py``)."""
+    radius, y_bound = 1.0, 1.0
+    loss = PowerLoss(2.0)
+    problem = Problem(1, (1,), loss, loss.constants(1.0, radius, y_bound), radius, epsilon, AUDIT_DELTA)
+    solver = PrivateNewton(hessian_share=hessian_share, floor_factor=100.0)
+    plan = solver.plan(problem)
+
+    def run(target, seed):
+        return solver.run(plan, np.ones((1, 1)), np.array([target]), problem, np.random.default_rng(seed)).coef[0]
+
+    return Setup(run, y_bound, -y_bound, _claim(plan.dp_event, AUDIT_DELTA), AUDIT_DELTA)
 
 
 def ftrl(solver, n_rows: int = 1, epsilon: float = 1.0) -> Setup:
@@ -945,6 +966,11 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
     Audit("newton", "private Newton, one step, n = 1, 1 % of the budget on the Hessian, epsilon = 2",
           "the only row, x = 1, label flip; radius 0.1 (2 L = 1.05), curvature floor above every noisy Hessian",
           newton, 2000),
+    Audit("newton_least_squares", "private Newton on least squares (one step: sufficient statistics perturbation), "
+          "n = 1, 1 % of the budget on the Hessian, epsilon = 2",
+          "the only row, x = 1, target flip +-y_bound: the gradient at the public start moves by its charged "
+          "2 L_0 = 4 y_bound (a third of 2 L); curvature floor above every noisy Hessian",
+          newton_least_squares, 2000),
     Audit("ftrl_sgd", "private FTRL, R^d case (noisy SGD), n = 1, epsilon = 2",
           "the only row, hinge x = 1, label flip: clipped gradients -+C", lambda: ftrl(PrivateFTRL(None, clip_norm=0.5), 1, 2.0),
           4000, note=_FTRL),

@@ -8,7 +8,9 @@ Newton step from 0 on a released Hessian and gradient; issue 15 item 3).
 Every private entry is ``DPLpRegression`` at its defaults (``p=2``, feature scaling,
 ``y_bound='private'``, ``radius=None``) with ``algorithm`` set: ``'noisy_gd'`` (what ``'auto'`` chose
 for ``p=2`` before this benchmark) and ``'newton'`` (at its defaults: one step for the squared loss)
-and, with ``--variants``, ``'newton'`` with other ``solver_options`` (the tuning runs). 10 seeds,
+and, with ``--variants``, the tuning runs: ``'newton'`` with other ``solver_options`` (the Hessian's
+share, the floor's factor, a second step) and with other adaptive ridges in place of the eigenvalue
+floor (:func:`curvature_variant`: AdaSSP's shift, a plain ridge). 10 seeds,
 epsilon in {0.3, 1, 3, 10}, fit time (median, whole ``fit``).
 
 Data:
@@ -30,7 +32,9 @@ Results: ``benchmarks/results/least_squares_<mode>.md`` (and ``.json`` with the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import time
 import warnings
 
@@ -40,6 +44,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer, StandardScaler
 
 from skdpsco import DPLpRegression, PrivacyAccountant
+from skdpsco.solvers import newton
 
 from . import goal, real
 from .machine import machine_info
@@ -55,7 +60,39 @@ VARIANTS = {
         "algorithm": "newton", "solver_options": {"hessian_share": share, "floor_factor": floor}}
     for share in (0.15, 0.2, 0.3, 0.4, 0.5) for floor in (1.0, 1.5, 2.0)
 }
-"""The tuning grid (``--variants``): share of ``mu**2`` on the Hessian and the eigenvalue floor's factor."""
+VARIANTS["newton T=2"] = {"algorithm": "newton", "solver_options": {"n_steps": 2, "hessian_steps": 1}}
+"""The tuning grid (``--variants``): share of ``mu**2`` on the Hessian and the eigenvalue floor's
+factor; a second Newton step (its gradient at the first step's point, sensitivity ``2 L / n``)."""
+
+CURVATURE_VARIANTS = {"newton AdaSSP shift": "shift", "newton ridge": "ridge"}
+"""Other adaptive ridges than the eigenvalue floor (``--variants``; :func:`curvature_variant`)."""
+
+
+@contextlib.contextmanager
+def curvature_variant(kind: str):
+    """Within the block, the Newton solver's curvature is the released Hessian ``H`` (eigenvalues
+    ``e``) plus a ridge instead of ``max(e, floor)``: ``'shift'``, AdaSSP's ``max(0, floor - e_min)``
+    (Wang 2018, with the released matrix's smallest eigenvalue in place of a separately released
+    ``lambda_min``); ``'ridge'``, ``e + floor`` (raised to the floor where still below)."""
+    original = newton.PrivateNewton._curvature
+
+    def curvature(self, released, n_classes):
+        assert n_classes == 1  # least squares: no multinomial projection
+        weights = np.array([noise**-2.0 for _, noise in released])
+        average = sum(weight * hessian for weight, (hessian, _) in zip(weights, released)) / weights.sum()
+        floor = self.floor_factor * math.sqrt(2.0 * average.shape[0] / weights.sum())
+        eigenvalues, eigenvectors = np.linalg.eigh(average)
+        if kind == "shift":
+            eigenvalues = eigenvalues + max(0.0, floor - eigenvalues.min())
+        else:
+            eigenvalues = np.maximum(eigenvalues + floor, floor)
+        return eigenvalues, eigenvectors, floor
+
+    newton.PrivateNewton._curvature = curvature
+    try:
+        yield
+    finally:
+        newton.PrivateNewton._curvature = original
 
 VALIDATION = ("star98", "grunfeld", "engel")
 BENCHMARK_REAL = ("diabetes", "randhie")
@@ -100,10 +137,12 @@ def run_real(names, entries: dict, seeds: int, log=print) -> list:
             records.append(dict(data=name, model="trivial", epsilon=None, seed=seed,
                                 score=_rmse(np.full(len(y_test), y_train.mean()), y_test), seconds=0.0))
             for model_name, entry in entries.items():
-                for epsilon in EPSILONS:
-                    model, seconds = _fit(_private(entry, epsilon, delta, seed), X_train, y_train)
-                    records.append(dict(data=name, model=model_name, epsilon=epsilon, seed=seed,
-                                        score=_rmse(model.predict(X_test), y_test), seconds=seconds))
+                variant = CURVATURE_VARIANTS.get(model_name)
+                with curvature_variant(variant) if variant else contextlib.nullcontext():
+                    for epsilon in EPSILONS:
+                        model, seconds = _fit(_private(entry, epsilon, delta, seed), X_train, y_train)
+                        records.append(dict(data=name, model=model_name, epsilon=epsilon, seed=seed,
+                                            score=_rmse(model.predict(X_test), y_test), seconds=seconds))
         log(f"{name} done")
     return records
 
@@ -168,10 +207,11 @@ def main(argv=None):
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--validation", action="store_true")
     mode.add_argument("--benchmark", action="store_true")
-    parser.add_argument("--variants", action="store_true", help="also the tuning grid VARIANTS")
+    parser.add_argument("--variants", action="store_true", help="also the tuning grid VARIANTS and CURVATURE_VARIANTS")
     parser.add_argument("--seeds", type=int, default=10)
     args = parser.parse_args(argv)
-    entries = {**ENTRIES, **(VARIANTS if args.variants else {})}
+    variants = {**VARIANTS, **{name: ENTRIES["newton"] for name in CURVATURE_VARIANTS}}
+    entries = {**ENTRIES, **(variants if args.variants else {})}
     started = time.perf_counter()
     if args.validation:
         stem = "least_squares_validation" + ("_variants" if args.variants else "")

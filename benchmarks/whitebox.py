@@ -508,7 +508,10 @@ def estimator_cases() -> dict:
         EstimatorCase("DPLogisticRegression multinomial (3 classes)", lambda: DPLogisticRegression(**common), [0, 1, 2]),
         EstimatorCase("DPHingeSVM one-vs-rest (3 classes, smoothed)", lambda: DPHingeSVM(**common), [0, 1, 2]),
         EstimatorCase("DPHingeSVM binary (smoothed)", lambda: DPHingeSVM(**common), [0, 1]),
-        EstimatorCase("DPLpRegression auto (Huber/LAD)", lambda: DPLpRegression(y_bound=1.0, **common), [-1.0, 1.0]),
+        # p = 2, noisy GD: 'auto' picks 'newton' for p = 2 since issue 15 item 3 (its releases are
+        # checked on worst-case neighbours in tests/test_newton_least_squares.py), so it is named here
+        EstimatorCase("DPLpRegression auto (Huber/LAD)",
+                      lambda: DPLpRegression(y_bound=1.0, algorithm="noisy_gd", **common), [-1.0, 1.0]),
     ]
     return {c.name: c for c in cases}
 

@@ -390,3 +390,14 @@ def test_the_estimator_default_for_p2_is_newton():
     X, y = _regression_data(1000)
     model = DPLpRegression(random_state=0, accountant=PrivacyAccountant()).fit(X, y)
     assert model.algorithm_ == "newton" and model.solver_info_["n_steps"] == 1
+
+
+# -- the black-box audit --------------------------------------------------------------------------------------
+
+
+def test_audit_respects_the_claim_and_catches_halved_noise():
+    # One step from 0 on one row, target flip: the release is the noisy gradient at the public start
+    # over a public curvature floor, whose shift is exactly the charged 2 L_0 (benchmarks/audits.py).
+    from _audits import check_audit
+
+    check_audit("newton_least_squares")
