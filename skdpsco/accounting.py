@@ -637,6 +637,11 @@ class _RememberingRdpAccountant(rdp.RdpAccountant):
     hence the same RDP to the last bit (``tests/test_accounting.py`` compares both on every event
     the library emits). A ledger's repeated conversions of the same leaves
     (:class:`PrivacyAccountant`) then cost ``compute_epsilon`` only.
+
+    A :class:`~dp_accounting.GaussianDpEvent` (whose ``z`` changes with every fit a ledger records)
+    is composed in closed form over the whole grid at once: ``dp_accounting`` evaluates
+    ``alpha / (2 * z**2)`` order by order in a Python loop; the same division of each order by the
+    same ``2 * z**2``, vectorised, gives the same values to the last bit.
     """
 
     def __init__(self, orders, neighboring_relation):
@@ -644,6 +649,10 @@ class _RememberingRdpAccountant(rdp.RdpAccountant):
         self._grid = (self._orders.tobytes(), neighboring_relation)
 
     def _maybe_compose(self, event, count, do_compose):
+        if do_compose and isinstance(event, dp_accounting.GaussianDpEvent):
+            z = float(event.noise_multiplier)
+            self._rdp += count * (np.full(self._orders.shape, np.inf) if z == 0 else self._orders / (2 * z**2))
+            return None
         if not (do_compose and isinstance(event, _REMEMBERED_LEAVES)):
             return super()._maybe_compose(event, count, do_compose)
         try:

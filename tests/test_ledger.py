@@ -264,10 +264,14 @@ def test_remembered_leaf_rdp_is_dp_accountings_to_the_last_bit(event, grid):
 
 
 def test_remembered_leaf_rdp_on_the_dense_grid_and_unsupported_events():
-    event = dp_accounting.SelfComposedDpEvent(pure_dp_event(0.9), 3)
-    expected = rdp.RdpAccountant(orders=accounting._RDP_ORDERS, neighboring_relation=REPLACE_ONE).compose(event).rdp
-    for _ in range(2):
-        assert np.array_equal(accounting._rdp_accountant().compose(event).rdp, expected)
+    for event in (
+        dp_accounting.SelfComposedDpEvent(pure_dp_event(0.9), 3),
+        dp_accounting.ComposedDpEvent([G(0.37), dp_accounting.SelfComposedDpEvent(G(1.9), 5), zcdp_event(0.01)]),
+        dp_accounting.ComposedDpEvent([G(0.0), G(2.0)]),  # no noise: infinite at every order
+    ):
+        expected = rdp.RdpAccountant(orders=accounting._RDP_ORDERS, neighboring_relation=REPLACE_ONE).compose(event).rdp
+        for _ in range(2):
+            assert np.array_equal(accounting._rdp_accountant().compose(event).rdp, expected)
     poisson = dp_accounting.PoissonSampledDpEvent(0.1, G(1.0))  # add-or-remove only
     assert not accounting._rdp_accountant().supports(poisson)
     with pytest.raises(ValueError, match="No accountant supports"):
