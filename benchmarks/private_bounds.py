@@ -85,8 +85,22 @@ def entries() -> list:
     return [real.Entry(kind, True, make(kind)) for kind in (PRIVATE, TRUE, FIXED)]
 
 
+def _paired_error(records, metric, dataset, epsilon, task) -> float:
+    """Standard error of the private-vs-true comparison over the seeds, paired (both fits of a seed
+    share its split): of the per-seed differences, or of the per-seed RMSE ratios."""
+    def by_seed(kind):
+        return {r["seed"]: r[metric] for r in real._select(records, dataset=dataset, model=kind, epsilon=epsilon)
+                if metric in r}
+    private, true = by_seed(PRIVATE), by_seed(TRUE)
+    seeds = sorted(set(private) & set(true))
+    if len(seeds) < 2:
+        return float("nan")
+    pairs = np.array([private[s] / true[s] if task == "regression" else private[s] - true[s] for s in seeds])
+    return float(pairs.std(ddof=1) / np.sqrt(len(pairs)))
+
+
 def table(datasets, records, epsilons) -> str:
-    lines = ["| dataset | metric | ε | private bound | true bound (oracle) | fixed / public | private vs true | goal (ε = 1) |",
+    lines = ["| dataset | metric | ε | private bound | true bound (oracle) | fixed / public | private vs true (± paired standard error) | goal (ε = 1) |",
              "|---|---|---|---|---|---|---|---|"]
     for dataset in datasets:
         metric = real.METRICS[dataset.task][0]
@@ -95,10 +109,11 @@ def table(datasets, records, epsilons) -> str:
                      for kind in (PRIVATE, TRUE, FIXED)}
             text = {kind: f"{m[0]:.3f} ± {m[1]:.3f}" for kind, m in means.items()}
             private, true = means[PRIVATE][0], means[TRUE][0]
+            paired = _paired_error(records, metric, dataset.name, epsilon, dataset.task)
             if dataset.task == "regression":
-                versus, ok = f"{private / true:.3f}×", private / true <= GOAL["regression"]
+                versus, ok = f"{private / true:.3f}× (± {paired:.3f})", private / true <= GOAL["regression"]
             else:
-                versus, ok = f"{private - true:+.3f}", true - private <= GOAL[dataset.task]
+                versus, ok = f"{private - true:+.3f} (± {paired:.3f})", true - private <= GOAL[dataset.task]
             verdict = ("**yes**" if ok else "no") if epsilon == 1.0 else ""
             lines.append(f"| {dataset.name} | {metric} | {epsilon:g} | {text[PRIVATE]} | {text[TRUE]} | "
                          f"{text[FIXED]} | {versus} | {verdict} |")
