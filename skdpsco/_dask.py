@@ -4,16 +4,20 @@ Imported only when ``fit`` receives a Dask collection (:func:`skdpsco.solvers._c
 duck-typed, never imports Dask): Dask is an optional extra (``pip install skdpsco[dask]``) that
 the core package never imports.
 
-The data flow is the in-memory one, with the rows as a lazy Dask array split in row blocks:
+The data flow is the in-memory one, with the rows as :class:`Rows`: the source blocks (a Dask
+array split in row blocks, in its own dtype: a zarr store, a file) and the per-row maps of ``fit``
+(the clip, the division by the released powers of two, the standardisation, the intercept column)
+recorded in order, nothing read until a statistic is needed:
 
-* every per-row map of ``fit`` (the clip, the division by the released powers of two, the
-  standardisation, the intercept column) is :func:`map_rows`, a lazy ``map_blocks`` of the same
-  numpy function, so nothing is read until a statistic is needed;
 * every statistic (a histogram of orders of magnitude, column sums, sums of squares, a full-batch
-  gradient, a Hessian) is :func:`block_sum`: the same numpy function on each block where the
-  block lives, the partial results summed into one array that reaches the client. One such sum
-  is one pass over the data, recomputing the lazy maps from the source (a zarr store, a file):
-  the data is never held in memory whole, by the workers or by the client;
+  gradient, a Hessian) is :func:`block_sum`: one task per source block, where the block lives,
+  that runs the composed maps and the statistic together (:func:`_block_statistic`), a
+  sub-block of :data:`SUB_BLOCK_ROWS` rows at a time: each sub-block is converted to float64
+  once, into a buffer laid out as the in-memory rows (the intercept column last), mapped in
+  place by the same numpy functions as in memory, and summed while it is in cache. The partial
+  results are summed into one array that reaches the client. One such sum is one pass over the
+  data, recomputing the maps from the source: the data is never held in memory whole, by the
+  workers or by the client, and no intermediate Dask array is built;
 * the noise is drawn in the client, from the estimator's one generator, after the one charge
   of the accountant, exactly as in memory. Only these sums leave the workers.
 
@@ -32,6 +36,7 @@ import numpy as np
 
 __all__ = [
     "ALGORITHMS",
+    "Rows",
     "all_finite",
     "block_sum",
     "count_outside",
@@ -45,10 +50,70 @@ ALGORITHMS = frozenset({"noisy_gd", "newton"})
 """The algorithms that run on Dask collections: full-batch gradient descent and the private
 Newton method, whose every step is one :func:`block_sum` over the rows."""
 
+SUB_BLOCK_ROWS = 2048
+"""Rows of a sub-block of :func:`_block_statistic`: 2048 rows of 101 float64 columns are 1.6 MB,
+so the maps and the statistic of a sub-block read it from the cache, not from memory."""
+
+
+class Rows:
+    """The rows of a Dask fit: the ``source`` blocks and the per-row maps applied to them, in order.
+
+    ``source`` is the caller's Dask array (one block of columns, its own dtype); ``maps`` are
+    ``(function, args)`` pairs, each called as ``function(block, *args, out=block)`` on a float64
+    block, which it maps in place; ``constant`` (``None``: none) is the value of an intercept column
+    appended after the maps. Nothing is computed here: :func:`block_sum` runs the maps and a
+    statistic in one task per source block (:func:`_block_statistic`).
+    """
+
+    is_lazy_rows = True  # recognised by :func:`skdpsco.solvers._core.is_dask`, which never imports Dask
+    ndim = 2
+
+    def __init__(self, source, maps: tuple = (), constant: float | None = None):
+        self.source, self.maps, self.constant = source, tuple(maps), constant
+
+    @property
+    def shape(self) -> tuple:
+        return (self.source.shape[0], self.source.shape[1] + int(self.constant is not None))
+
+    @property
+    def chunks(self) -> tuple:
+        return (self.source.chunks[0], (self.shape[1],))
+
+    @property
+    def spec(self) -> tuple:
+        """``(maps, constant, n_columns)``: what :func:`_transformed` needs besides a source block."""
+        return self.maps, self.constant, self.shape[1]
+
+    def then(self, function, *args) -> Rows:
+        """These rows followed by the in-place map ``function(block, *args, out=block)``."""
+        if self.constant is not None:
+            raise ValueError("The per-row maps of a fit come before its intercept column.")
+        return Rows(self.source, self.maps + ((function, args),))
+
+    def with_constant_column(self, value: float) -> Rows:
+        """These rows with one more column, ``value`` in every row."""
+        if self.constant is not None:
+            raise ValueError("The rows already have an intercept column.")
+        return Rows(self.source, self.maps, float(value))
+
+
+def _transformed(raw: np.ndarray, maps: tuple, constant: float | None, out: np.ndarray) -> np.ndarray:
+    """The rows of the source block ``raw`` mapped by ``maps``, in ``out`` (float64, ``raw``'s rows):
+    ``raw`` converted once, each map applied in place to the features' columns, then the intercept
+    column (the layout of the in-memory rows, whose features are the same strided view)."""
+    features = out if constant is None else out[:, : raw.shape[1]]
+    np.copyto(features, raw)
+    for function, args in maps:
+        function(features, *args, out=features)
+    if constant is not None:
+        out[:, -1] = constant
+    return out
+
 
 def validate(X, y, n_features: int | None = None) -> tuple:
-    """``(X, y)`` as Dask arrays of float64 with the same row blocks, one block of columns, known
-    block sizes; checked before anything is charged.
+    """``(X, y)``: ``X`` as :class:`Rows` (no map yet; one block of columns, known block sizes, read
+    as float64 by every statistic) and ``y`` as a Dask array with the same row blocks; checked
+    before anything is charged.
 
     ``X``: a ``dask.array.Array`` or a ``dask.dataframe.DataFrame`` of numeric columns; ``y``: a
     Dask array or Series, or a numpy array (sent to the workers once, ``persist``). Refused with a
@@ -59,7 +124,7 @@ def validate(X, y, n_features: int | None = None) -> tuple:
         raise ValueError(f"X must be 2-dimensional (n_samples, n_features); got a Dask array of shape {X.shape}.")
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"X has {X.shape[1]} features, but this model was fitted with {n_features}.")
-    X = X.astype(np.float64).rechunk({1: -1})
+    X = Rows(X.rechunk({1: -1}))
     if y is None:
         return X, None
     y = _as_array(y, "y") if hasattr(y, "__dask_graph__") else np.asarray(y)
@@ -95,33 +160,60 @@ def _as_array(collection, name: str):
     return collection
 
 
-def map_rows(X, function, *args, n_columns: int | None = None):
-    """The lazy per-block map ``function(block, *args)`` of the rows of ``X`` (2-D in, 2-D out with
-    ``n_columns`` columns, ``X``'s by default; 1-D out with ``n_columns=0``)."""
-    meta = np.empty((0,) * (1 if n_columns == 0 else 2))  # the output's type: no call on an empty block
+def map_rows(X: Rows, function, *args, n_columns: int | None = None):
+    """The rows ``X`` followed by the per-row map ``function(block, *args, out=block)``, which maps
+    a float64 block in place (:meth:`Rows.then`: composed with the earlier maps, nothing read).
+    With ``n_columns=0``, the lazy 1-D Dask array of ``function(block, *args)`` (one value per
+    row, e.g. the row norms) on the mapped blocks instead."""
     if n_columns == 0:
-        return X.map_blocks(function, *args, drop_axis=1, dtype=np.float64, meta=meta)
-    columns = X.shape[1] if n_columns is None else n_columns
-    return X.map_blocks(function, *args, chunks=(X.chunks[0], (columns,)), dtype=np.float64, meta=meta)
+        return X.source.map_blocks(_mapped_values, X.spec, function, args, drop_axis=1, dtype=np.float64,
+                                   meta=np.empty(0))
+    return X.then(function, *args)
 
 
-def with_constant_column(X, value: float):
-    """The lazy ``[X, value]``: one more column, ``value`` in every row (the intercept column)."""
-    return map_rows(X, _with_constant_column, value, n_columns=X.shape[1] + 1)
+def _mapped_values(raw: np.ndarray, spec: tuple, function, args: tuple) -> np.ndarray:
+    maps, constant, n_columns = spec
+    return function(_transformed(raw, maps, constant, np.empty((raw.shape[0], n_columns))), *args)
 
 
-def _with_constant_column(block: np.ndarray, value: float) -> np.ndarray:
-    return np.hstack([block, np.full((block.shape[0], 1), value)])
+def with_constant_column(X: Rows, value: float) -> Rows:
+    """The rows ``X`` with the intercept column: one more column, ``value`` in every row."""
+    return X.with_constant_column(value)
 
 
 def block_sum(function, *arrays, extra=()):
     """``sum_b function(block_b of each array, *extra)``, computed where the blocks are (one pass);
-    ``function`` returns an array or a tuple of arrays, summed element by element."""
-    blocks = [array.to_delayed().ravel() for array in arrays]
+    ``function`` returns an array or a tuple of arrays (or ``None``s), summed element by element,
+    and is a sum over the rows (its value on a block is the sum of its values on the block's
+    sub-blocks). An array is a Dask array or :class:`Rows`, whose blocks are mapped in the same task
+    (:func:`_block_statistic`)."""
+    specs = tuple(array.spec if isinstance(array, Rows) else None for array in arrays)
+    blocks = [(array.source if isinstance(array, Rows) else array).to_delayed().ravel() for array in arrays]
     if len({len(b) for b in blocks}) != 1:
         raise ValueError("The arrays of a block sum must have the same row blocks.")
-    parts = [dask.delayed(function)(*row, *extra) for row in zip(*blocks)]
+    parts = [dask.delayed(_block_statistic)(function, specs, tuple(extra), *row) for row in zip(*blocks)]
     return dask.compute(_tree_sum(parts))[0]
+
+
+def _block_statistic(function, specs: tuple, extra: tuple, *blocks: np.ndarray):
+    """``function(*mapped blocks, *extra)`` for one row block, the blocks of :class:`Rows` (``specs``,
+    :attr:`Rows.spec`; ``None`` for a plain array) mapped by :func:`_transformed` and summed a
+    sub-block of :data:`SUB_BLOCK_ROWS` rows at a time, each mapped into the same buffer."""
+    if all(spec is None for spec in specs):
+        return function(*blocks, *extra)
+    n_rows = blocks[0].shape[0]
+    size = min(n_rows, SUB_BLOCK_ROWS)
+    buffers = [None if spec is None else np.empty((size, spec[2])) for spec in specs]
+    total = None
+    for start in range(0, max(n_rows, 1), SUB_BLOCK_ROWS):
+        rows = slice(start, min(start + SUB_BLOCK_ROWS, n_rows))
+        parts = [
+            block[rows] if spec is None else _transformed(block[rows], spec[0], spec[1], buffer[: rows.stop - start])
+            for block, spec, buffer in zip(blocks, specs, buffers)
+        ]
+        part = function(*parts, *extra)
+        total = part if total is None else _add(total, part)
+    return total
 
 
 def _tree_sum(parts: list):
@@ -141,7 +233,8 @@ def _add(first, second=None):
 
 def all_finite(X, y=None) -> bool:
     """Whether every entry of ``X`` (and of ``y``, when given) is finite (one pass)."""
-    arrays = (X,) if y is None else (X, y)
+    source = X.source if isinstance(X, Rows) else X  # the caller's values, before any map
+    arrays = (source,) if y is None else (source, y)
     return bool(block_sum(_count_non_finite, *arrays) == 0)
 
 

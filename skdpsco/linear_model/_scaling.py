@@ -230,7 +230,7 @@ def divide_by_powers_of_two(X: np.ndarray, scales: np.ndarray, out: np.ndarray |
     Exact: a product by a power of two only changes the exponent (correctly rounded, as
     ``np.ldexp``, where the result is subnormal). A CSR ``X`` keeps its sparsity pattern
     (:func:`_divide_sparse_by_powers_of_two`; ``out`` is then ``None`` or ``X``)."""
-    if is_dask(X):  # a lazy map of the row blocks; ``out`` does not apply
+    if is_dask(X):  # composed with the rows' earlier maps (:func:`skdpsco._dask.map_rows`)
         return _dask().map_rows(X, divide_by_powers_of_two, scales)
     exponents = np.rint(np.log2(scales)).astype(np.int64)
     if sparse.issparse(X):
@@ -414,12 +414,14 @@ def centred_square_sums(rows, mean: np.ndarray, clip: float) -> np.ndarray:
     return squares
 
 
-def standardised(rows, mean: np.ndarray, scale: np.ndarray, clip_norm: float):
-    """:func:`standardise_rows` on a copy (the lazy map of a Dask array's blocks, which must not
-    write into them: they may be views of the caller's array)."""
+def standardised(rows, mean: np.ndarray, scale: np.ndarray, clip_norm: float, out: np.ndarray | None = None):
+    """:func:`standardise_rows` on a copy, or in place in ``out`` when it is ``rows``; for the rows of
+    a Dask fit, composed with their earlier maps (:func:`skdpsco._dask.map_rows`, which applies
+    them to its own float64 copy of each source block, never to the caller's array)."""
     if is_dask(rows):
         return _dask().map_rows(rows, standardised, mean, scale, clip_norm)
-    rows = np.array(rows, dtype=np.float64)
+    if out is not rows:
+        rows = np.array(rows, dtype=np.float64)
     standardise_rows(rows, mean, scale, clip_norm)
     return rows
 

@@ -77,7 +77,7 @@ def clip_rows(X: np.ndarray, max_norm: float, out: np.ndarray | None = None) -> 
     A CSR ``X`` keeps its sparsity pattern: its stored entries are scaled, in place when ``out``
     is ``X`` (the only ``out`` a sparse ``X`` takes), else on a copy.
     """
-    if is_dask(X):  # a lazy map of the row blocks; ``out`` does not apply
+    if is_dask(X):  # composed with the rows' earlier maps (:func:`skdpsco._dask.map_rows`)
         return _dask().map_rows(X, clip_rows, max_norm)
     norms = row_norms(X)
     scale = np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
@@ -639,8 +639,9 @@ def summed_loss_gradient(X, y: np.ndarray, loss, w: np.ndarray) -> np.ndarray:
 
 
 def is_dask(X) -> bool:
-    """Whether ``X`` is a Dask collection: duck-typed, so that the core never imports Dask."""
-    return hasattr(X, "__dask_graph__")
+    """Whether ``X`` is a Dask collection or the lazy rows of a Dask fit (:class:`skdpsco._dask.Rows`):
+    duck-typed, so that the core never imports Dask."""
+    return hasattr(X, "__dask_graph__") or getattr(X, "is_lazy_rows", False)
 
 
 def _dask():
