@@ -13,15 +13,18 @@ recorded in order, nothing read until a statistic is needed:
   gradient, a Hessian) is :func:`block_sum`: one task per source block, where the block lives,
   that runs the composed maps and the statistic together (:func:`_block_statistic`), a
   sub-block of :data:`SUB_BLOCK_ROWS` rows at a time: each sub-block is converted to float64
-  once, into a buffer laid out as the in-memory rows (the intercept column last), mapped in
-  place by the same numpy functions as in memory, and summed while it is in cache. The partial
+  once, into a buffer laid out as the in-memory rows (the intercept column last), mapped by the
+  compiled :func:`skdpsco.solvers._kernel.map_block` (the numpy maps' arithmetic entry by entry,
+  each row read once; the numpy maps themselves, in place, for what it does not compile), and
+  summed while it is in cache. The partial
   results are summed into one array that reaches the client. One such sum is one pass over the
   data, recomputing the maps from the source: the data is never held in memory whole, by the
   workers or by the client, and no intermediate Dask array is built;
 * the noise is drawn in the client, from the estimator's one generator, after the one charge
   of the accountant, exactly as in memory. Only these sums leave the workers.
 
-A sum of per-block sums equals the in-memory sum up to the order of floating-point additions, so
+A sum of per-block sums equals the in-memory sum up to the order of floating-point additions (and
+the kernel's row norms the numpy ones up to the order of their sums), so
 a Dask fit with the same seed and plan gives the in-memory model to rounding, with the same
 ``dp_event_`` (``tests/test_dask.py``). Only the full-batch solvers run here (:data:`ALGORITHMS`):
 their iterates depend on the rows through full sums only. The one-pass solvers read the rows
@@ -33,6 +36,10 @@ from __future__ import annotations
 import dask
 import dask.array as da
 import numpy as np
+
+from .linear_model._scaling import divide_by_powers_of_two, standardised
+from .solvers import _kernel
+from .solvers._core import clip_rows
 
 __all__ = [
     "ALGORITHMS",
@@ -81,8 +88,9 @@ class Rows:
 
     @property
     def spec(self) -> tuple:
-        """``(maps, constant, n_columns)``: what :func:`_transformed` needs besides a source block."""
-        return self.maps, self.constant, self.shape[1]
+        """``(maps, constant, n_columns, program)``: what :func:`_transformed` needs besides a source
+        block (``program``: the maps for the compiled kernel, :func:`_program`)."""
+        return self.maps, self.constant, self.shape[1], _program(self.maps)
 
     def then(self, function, *args) -> Rows:
         """These rows followed by the in-place map ``function(block, *args, out=block)``."""
@@ -97,10 +105,44 @@ class Rows:
         return Rows(self.source, self.maps, float(value))
 
 
-def _transformed(raw: np.ndarray, maps: tuple, constant: float | None, out: np.ndarray) -> np.ndarray:
-    """The rows of the source block ``raw`` mapped by ``maps``, in ``out`` (float64, ``raw``'s rows):
-    ``raw`` converted once, each map applied in place to the features' columns, then the intercept
-    column (the layout of the in-memory rows, whose features are the same strided view)."""
+def _program(maps: tuple) -> tuple | None:
+    """``(codes, scalars, vectors)``: ``maps`` as the arguments of the compiled
+    :func:`skdpsco.solvers._kernel.map_block`, or ``None`` when one of them has no compiled form.
+    The division's factors are those :func:`~skdpsco.linear_model._scaling.divide_by_powers_of_two`
+    multiplies by (``2**-round(log2 s)``)."""
+    codes, scalars, vectors = [], [], []
+    for function, args in maps:
+        if function is clip_rows:
+            codes.append(_kernel.CLIP_ROWS)
+            scalars.append(float(args[0]))
+        elif function is divide_by_powers_of_two:
+            codes.append(_kernel.DIVIDE_COLUMNS)
+            scalars.append(0.0)
+            vectors.append(np.ldexp(1.0, -np.rint(np.log2(args[0])).astype(np.int64)))
+        elif function is standardised:
+            mean, scale, clip_norm = args
+            codes.append(_kernel.STANDARDISE_ROWS)
+            scalars.append(float(clip_norm))
+            vectors += [mean, scale]
+        else:
+            return None
+    vectors = np.array(vectors, dtype=np.float64) if vectors else np.empty((0, 0))
+    return np.array(codes, dtype=np.int64), np.array(scalars, dtype=np.float64), np.ascontiguousarray(vectors)
+
+
+def _transformed(raw: np.ndarray, spec: tuple, out: np.ndarray) -> np.ndarray:
+    """The rows of the source block ``raw`` mapped by the maps of ``spec`` (:attr:`Rows.spec`), in
+    ``out`` (float64, ``raw``'s rows): by the compiled kernel when it has every map and ``raw``
+    is float32 or float64 (each row read once, mapped in cache; the norms summed in another order
+    than numpy's), else, or when the kernel hands a row back, by the numpy maps: ``raw`` converted
+    once, each map applied in place to the features' columns, then the intercept column (the
+    layout of the in-memory rows, whose features are the same strided view)."""
+    maps, constant, _, program = spec
+    if program is not None and raw.dtype in (np.float32, np.float64) and raw.ndim == 2:
+        with_constant = constant is not None
+        raw = np.ascontiguousarray(raw)
+        if _kernel.map_block(raw, out, *program, 0.0 if constant is None else constant, with_constant) < 0:
+            return out
     features = out if constant is None else out[:, : raw.shape[1]]
     np.copyto(features, raw)
     for function, args in maps:
@@ -172,8 +214,7 @@ def map_rows(X: Rows, function, *args, n_columns: int | None = None):
 
 
 def _mapped_values(raw: np.ndarray, spec: tuple, function, args: tuple) -> np.ndarray:
-    maps, constant, n_columns = spec
-    return function(_transformed(raw, maps, constant, np.empty((raw.shape[0], n_columns))), *args)
+    return function(_transformed(raw, spec, np.empty((raw.shape[0], spec[2]))), *args)
 
 
 def with_constant_column(X: Rows, value: float) -> Rows:
@@ -208,7 +249,7 @@ def _block_statistic(function, specs: tuple, extra: tuple, *blocks: np.ndarray):
     for start in range(0, max(n_rows, 1), SUB_BLOCK_ROWS):
         rows = slice(start, min(start + SUB_BLOCK_ROWS, n_rows))
         parts = [
-            block[rows] if spec is None else _transformed(block[rows], spec[0], spec[1], buffer[: rows.stop - start])
+            block[rows] if spec is None else _transformed(block[rows], spec, buffer[: rows.stop - start])
             for block, spec, buffer in zip(blocks, specs, buffers)
         ]
         part = function(*parts, *extra)

@@ -198,3 +198,49 @@ def test_secure_mode_on_dask_rows_draws_in_the_client():
     reference = DPLogisticRegression(classes=[0, 1], accountant=PrivacyAccountant(), secure_noise=True).fit(X, y)
     assert secure.dp_event_ == reference.dp_event_ and secure.epsilon_ <= 1.0
     assert secure.score(X, y) > 0.8
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_compiled_maps_equal_the_numpy_maps(dtype):
+    # A Dask fit maps each block by the compiled kernel (skdpsco.solvers._kernel.map_block): the
+    # numpy maps' arithmetic entry by entry, the norms summed in another order. Clipped rows,
+    # standardised rows beyond the clip, and an intercept column.
+    from skdpsco import _dask
+    from skdpsco.linear_model._scaling import divide_by_powers_of_two, standardised
+    from skdpsco.solvers._core import clip_rows
+
+    rng = np.random.default_rng(1)
+    raw = (rng.standard_normal((3000, 7)) * np.array([1, 10, 0.1, 1, 100, 3, 0.5])).astype(dtype)
+    scales = 2.0 ** np.array([0, 3, -4, 0, 7, 2, -1])
+    maps = ((clip_rows, (np.inf,)), (divide_by_powers_of_two, (scales,)), (clip_rows, (1.5,)),
+            (standardised, (rng.normal(size=7) * 0.1, rng.uniform(0.05, 1, size=7), 1.2)))
+    rows = _dask.Rows(da.from_array(raw, chunks=(1000, -1)), maps).with_constant_column(0.75)
+    numpy_spec = rows.spec[:3] + (None,)  # no program: the numpy maps
+    compiled = _dask._transformed(raw, rows.spec, np.empty((3000, 8)))
+    reference = _dask._transformed(raw, numpy_spec, np.empty((3000, 8)))
+    assert rows.spec[3] is not None
+    np.testing.assert_allclose(compiled, reference, rtol=1e-14, atol=1e-15)
+    assert np.all(compiled[:, -1] == 0.75)
+    first_clip = np.linalg.norm(raw.astype(float) / scales, axis=1) > 1.5
+    assert 0.2 < first_clip.mean() < 0.95  # both branches of the clip are exercised
+    exact = ~first_clip
+    # unclipped rows differ only through the standardisation's norm (a factor within 1e-15)
+    np.testing.assert_allclose(compiled[exact], reference[exact], rtol=1e-15, atol=0)
+
+
+def test_a_row_the_kernel_hands_back_is_mapped_by_numpy_exactly():
+    # An entry that reaches 2**1023 after the division by powers of two: divide_by_powers_of_two
+    # rescales its row first (overflow rule); the kernel hands the block back to numpy.
+    from skdpsco import _dask
+    from skdpsco.linear_model._scaling import divide_by_powers_of_two
+    from skdpsco.solvers import _kernel
+
+    raw = np.ones((5, 3))
+    raw[2, 1] = 1e300
+    scales = np.array([1.0, 2.0**-100, 1.0])
+    maps = ((divide_by_powers_of_two, (scales,)),)
+    rows = _dask.Rows(da.from_array(raw, chunks=(5, -1)), maps)
+    assert _kernel.map_block(raw, np.empty((5, 3)), *rows.spec[3], 0.0, False) == 2
+    mapped = _dask._transformed(raw, rows.spec, np.empty((5, 3)))
+    np.testing.assert_array_equal(mapped, divide_by_powers_of_two(raw, scales))
+    assert np.all(np.isfinite(mapped))

@@ -24,7 +24,8 @@ and ``indptr`` arrays): a step reads only the stored entries of its rows, and co
 instead of ``O(p)`` unless it is noisy (see its docstring for how, and how exactly).
 """
 
-from libc.math cimport exp, erfc, fabs, isfinite, pow, sqrt
+from libc.math cimport INFINITY, exp, erfc, fabs, isfinite, pow, sqrt
+from libc.float cimport DBL_MIN
 from libc.stdint cimport int32_t, int64_t
 
 import numpy as np
@@ -513,3 +514,135 @@ def run_sparse_steps(
             start = end
         _fold(vp, up, s, A, NULL, 0.0, NULL, 0.0, p)
     return start
+
+
+# -- the per-row maps of a Dask fit, on one block of rows --------------------------------------------
+
+ctypedef fused source_t:
+    float
+    double
+
+cdef enum MapCode:
+    CLIP = 0         # x <- x min(1, b / ||x||)                                    (scalar b)
+    DIVIDE = 1       # x <- x * f, f the powers of two 2**-e_j                      (vector f)
+    STANDARDISE = 2  # u = (x - mean) / scale; x <- u / max(||u||, C)               (vectors mean, scale; scalar C)
+
+CLIP_ROWS, DIVIDE_COLUMNS, STANDARDISE_ROWS = CLIP, DIVIDE, STANDARDISE
+"""Map codes of :func:`map_block`, the in-place maps of :mod:`skdpsco._dask`'s rows:
+:func:`~skdpsco.solvers._core.clip_rows`, :func:`~skdpsco.linear_model._scaling.divide_by_powers_of_two`
+and :func:`~skdpsco.linear_model._scaling.standardise_rows`."""
+
+cdef double _LARGE_ENTRY = 2.0 ** 1023  # from here divide_by_powers_of_two rescales the row first
+
+
+def map_block(
+    const source_t[:, ::1] raw,
+    double[:, ::1] out,
+    const int64_t[::1] codes,
+    const double[::1] scalars,
+    const double[:, ::1] vectors,
+    double constant,
+    bint with_constant,
+):
+    """``out[i, :d]`` = the row ``raw[i]`` as float64 mapped by the maps ``codes`` in order (one
+    scalar per map in ``scalars``; :data:`DIVIDE_COLUMNS` reads the next row of ``vectors``,
+    :data:`STANDARDISE_ROWS` the next two), and ``out[i, d] = constant`` with ``with_constant``.
+
+    Each row is read once and mapped while it is in cache: the arithmetic of the numpy maps entry
+    by entry (the same products, differences and quotients, in the same order), except that a
+    row's norm sums its squares in another order (four partial sums, as :func:`_dot`). Returns
+    -1, or the first row whose numpy map takes a path not compiled here (a squared norm that
+    overflows, an entry of magnitude at least ``2**1023`` after a division by powers of two):
+    the caller then maps the block with numpy. A clip of float32 rows to an infinite bound is
+    skipped (their norms are finite: it multiplies by 1), and so is the check of a division whose
+    entries cannot reach ``2**1023`` (float32 entries, or entries after a clip, times the largest
+    factor).
+    """
+    cdef Py_ssize_t n = raw.shape[0], d = raw.shape[1]
+    cdef Py_ssize_t n_maps = codes.shape[0]
+    cdef Py_ssize_t k, used = 0, bad = -1
+    cdef unsigned char[::1] checks
+    cdef double entry_bound
+    if out.shape[0] != n or out.shape[1] != d + int(with_constant):
+        raise ValueError(f"out must have shape ({n}, {d + int(with_constant)}); got {tuple(out.shape)[:2]}.")
+    if scalars.shape[0] != n_maps or (vectors.shape[0] > 0 and vectors.shape[1] != d):
+        raise ValueError("scalars needs one value per map and vectors one column per feature.")
+    for k in range(n_maps):
+        if codes[k] not in (CLIP, DIVIDE, STANDARDISE):
+            raise ValueError(f"Unknown map code {codes[k]}.")
+        used += 1 if codes[k] == DIVIDE else 2 if codes[k] == STANDARDISE else 0
+    if used > vectors.shape[0]:
+        raise ValueError(f"The maps read {used} vectors; got {vectors.shape[0]}.")
+    if n == 0:
+        return -1
+    checks = np.zeros(n_maps, dtype=np.uint8)
+    # a bound on the entries before each map (2 b after a clip to b, rounding included): a division
+    # that cannot reach 2**1023 from it needs no check of its entries
+    entry_bound = float(np.finfo(np.float32).max) if source_t is float else np.inf
+    used = 0
+    for k in range(n_maps):
+        if codes[k] == CLIP:
+            entry_bound = min(entry_bound, 2.0 * scalars[k])
+        elif codes[k] == DIVIDE:
+            entry_bound *= float(np.max(vectors[used]))
+            checks[k] = not entry_bound < _LARGE_ENTRY
+            used += 1
+        else:
+            entry_bound = np.inf
+            used += 2
+    with nogil:
+        bad = _map_rows(raw, out, codes, scalars, vectors, constant, with_constant, &checks[0] if n_maps else NULL)
+    return bad
+
+
+cdef Py_ssize_t _map_rows(const source_t[:, ::1] raw, double[:, ::1] out, const int64_t[::1] codes,
+                          const double[::1] scalars, const double[:, ::1] vectors, double constant,
+                          bint with_constant, const unsigned char *checks) noexcept nogil:
+    """:func:`map_block` after its checks (plain loops over a row's entries, which the compiler
+    vectorises: no branch inside them)."""
+    cdef Py_ssize_t n = raw.shape[0], d = raw.shape[1], n_maps = codes.shape[0]
+    cdef Py_ssize_t i, j, k, v
+    cdef double norm, factor, bound, largest
+    cdef double *x
+    cdef const source_t *row
+    cdef const double *first
+    cdef const double *second
+    for i in range(n):
+        x = &out[i, 0]
+        row = &raw[i, 0]
+        for j in range(d):
+            x[j] = <double> row[j]
+        v = 0
+        for k in range(n_maps):
+            if codes[k] == CLIP:
+                bound = scalars[k]
+                if source_t is float and bound == INFINITY:
+                    continue
+                norm = sqrt(_dot(x, x, d))
+                if not isfinite(norm):
+                    return i
+                factor = bound / (norm if norm > DBL_MIN else DBL_MIN)
+                if factor < 1.0:
+                    _scale(factor, x, d)
+            elif codes[k] == DIVIDE:
+                first = &vectors[v, 0]
+                v += 1
+                for j in range(d):
+                    x[j] = x[j] * first[j]
+                if checks[k]:
+                    largest = 0.0
+                    for j in range(d):
+                        largest = fabs(x[j]) if fabs(x[j]) > largest else largest
+                    if not (largest < _LARGE_ENTRY):
+                        return i
+            else:
+                first = &vectors[v, 0]
+                second = &vectors[v + 1, 0]
+                v += 2
+                for j in range(d):
+                    x[j] = (x[j] - first[j]) / second[j]
+                norm = sqrt(_dot(x, x, d))
+                _scale(1.0 / (norm if norm > scalars[k] else scalars[k]), x, d)
+        if with_constant:
+            x[d] = constant
+    return -1
