@@ -37,7 +37,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .linear_model._scaling import divide_by_powers_of_two, standardised
+from .linear_model._scaling import _HALF_OCTAVE, MAGNITUDE_RANGE, divide_by_powers_of_two, standardised
 from .solvers import _kernel
 from .solvers._core import clip_rows
 
@@ -48,6 +48,7 @@ __all__ = [
     "block_sum",
     "count_outside",
     "label_indices",
+    "magnitude_counts",
     "map_rows",
     "validate",
     "with_constant_column",
@@ -270,6 +271,19 @@ def _add(first, second=None):
     if isinstance(first, tuple):
         return tuple(_add(a, b) for a, b in zip(first, second))
     return None if first is None else first + second
+
+
+def magnitude_counts(X) -> np.ndarray:
+    """:func:`skdpsco.linear_model._scaling.magnitude_counts` of the rows ``X`` (one pass), each
+    sub-block counted by the compiled :func:`skdpsco.solvers._kernel.magnitude_histogram`: the
+    same integers (``frexp`` is exact; ``tests/test_dask.py`` compares them)."""
+    return block_sum(_magnitude_counts, X)
+
+
+def _magnitude_counts(block: np.ndarray) -> np.ndarray:
+    counts = np.zeros((block.shape[1], 2 * MAGNITUDE_RANGE + 1), dtype=np.int64)
+    _kernel.magnitude_histogram(np.asarray(block, dtype=np.float64), counts, MAGNITUDE_RANGE, _HALF_OCTAVE)
+    return counts.astype(float)
 
 
 def all_finite(X, y=None) -> bool:

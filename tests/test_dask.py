@@ -244,3 +244,23 @@ def test_a_row_the_kernel_hands_back_is_mapped_by_numpy_exactly():
     mapped = _dask._transformed(raw, rows.spec, np.empty((5, 3)))
     np.testing.assert_array_equal(mapped, divide_by_powers_of_two(raw, scales))
     assert np.all(np.isfinite(mapped))
+
+
+def test_the_compiled_magnitude_histogram_counts_what_numpy_counts():
+    # The feature scaling's histograms of orders of magnitude on Dask rows are counted by the
+    # compiled kernel: the same integers as the numpy function, at the bins' edges too (powers of
+    # two, sqrt(1/2) times them, subnormals, zeros, beyond the clamped range).
+    from skdpsco import _dask
+    from skdpsco.linear_model import _scaling
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((5000, 6)) * 10.0 ** rng.integers(-30, 30, size=(5000, 6))
+    edges = np.ldexp(1.0, np.arange(-60, 60))
+    X[:240, 0] = np.concatenate([edges, -edges * np.sqrt(0.5)])
+    X[:240, 1] = np.nextafter(X[:240, 0], 0)
+    X[:4, 2] = [0.0, -0.0, 5e-324, -1e-310]
+    X[::7, 3] = 0.0
+    rows = _dask.Rows(da.from_array(X, chunks=(1700, -1)))
+    compiled = _dask.magnitude_counts(rows)
+    np.testing.assert_array_equal(compiled, _scaling.magnitude_counts(X))
+    assert compiled[:, 0].sum() > 0 and compiled[:, -1].sum() > 0  # the clamped ends are reached

@@ -271,8 +271,8 @@ def _divide_sparse_by_powers_of_two(X, exponents: np.ndarray, in_place: bool):
 def magnitude_counts(X: np.ndarray, block: int = ROW_BLOCK) -> np.ndarray:
     """The ``(n_features, 2 * MAGNITUDE_RANGE + 1)`` histograms of :func:`magnitude_bins`, zeros
     left out, counted ``block`` rows at a time (the temporaries stay a block's size, not ``X``'s)."""
-    if is_dask(X):  # one pass: the blocks' histograms, summed
-        return _dask().block_sum(magnitude_counts, X)
+    if is_dask(X):  # one pass: the blocks' histograms (compiled, the same integers), summed
+        return _dask().magnitude_counts(X)
     n_features = X.shape[1]
     width = 2 * MAGNITUDE_RANGE + 1
     offsets = np.arange(n_features) * width

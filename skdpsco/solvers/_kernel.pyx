@@ -24,9 +24,10 @@ and ``indptr`` arrays): a step reads only the stored entries of its rows, and co
 instead of ``O(p)`` unless it is noisy (see its docstring for how, and how exactly).
 """
 
-from libc.math cimport INFINITY, exp, erfc, fabs, isfinite, pow, sqrt
+from libc.math cimport INFINITY, exp, erfc, fabs, frexp, isfinite, pow, sqrt
 from libc.float cimport DBL_MIN
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.string cimport memcpy
 
 import numpy as np
 
@@ -646,3 +647,43 @@ cdef Py_ssize_t _map_rows(const source_t[:, ::1] raw, double[:, ::1] out, const 
         if with_constant:
             x[d] = constant
     return -1
+
+
+cdef uint64_t _FRACTION_BITS = (<uint64_t> 1 << 52) - 1
+cdef uint64_t _HALF_EXPONENT_BITS = <uint64_t> 1022 << 52  # the exponent field of 1/2
+
+
+def magnitude_histogram(const double[:, :] X, int64_t[:, ::1] counts, int magnitude_range, double half_octave):
+    """Add to ``counts[j, k + magnitude_range]`` the number of nonzero entries of column ``j`` of
+    ``X`` whose binary order of magnitude ``round(log2 |x|)``, clamped to ``[-magnitude_range,
+    magnitude_range]``, is ``k``: :func:`skdpsco.linear_model._scaling.magnitude_counts` (with its
+    ``half_octave = sqrt(1/2)``), the same integers: ``frexp`` is exact, and the order is
+    ``e - (m < half_octave)`` for ``|x| = m 2**e``, ``m`` in ``[1/2, 1)``, as there (``m`` and
+    ``e`` read from the bits of a normal number: its exponent field, and its fraction under the
+    exponent field of ``1/2``; ``frexp`` itself for a subnormal one)."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j
+    cdef int exponent, order
+    cdef double x, mantissa
+    cdef uint64_t bits
+    if counts.shape[0] != d or counts.shape[1] != 2 * magnitude_range + 1:
+        raise ValueError(f"counts must have shape ({d}, {2 * magnitude_range + 1}); got {tuple(counts.shape)[:2]}.")
+    with nogil:
+        for i in range(n):
+            for j in range(d):
+                x = X[i, j]
+                if x == 0.0:
+                    continue
+                x = fabs(x)
+                memcpy(&bits, &x, 8)
+                if bits >> 52:  # a normal number: frexp's m and e read from its bits (exactly)
+                    exponent = <int> (bits >> 52) - 1022
+                    bits = (bits & _FRACTION_BITS) | _HALF_EXPONENT_BITS
+                    memcpy(&mantissa, &bits, 8)
+                else:
+                    mantissa = frexp(x, &exponent)
+                order = exponent - <int> (mantissa < half_octave)
+                if order < -magnitude_range:
+                    order = -magnitude_range
+                elif order > magnitude_range:
+                    order = magnitude_range
+                counts[j, order + magnitude_range] += 1
