@@ -402,14 +402,20 @@ def column_sums(rows) -> np.ndarray:
     return rows.sum(axis=0)
 
 
-def centred_square_sums(rows, mean: np.ndarray, clip: float) -> np.ndarray:
+def centred_square_sums(rows, mean: np.ndarray, clip: float, overwrite_rows: bool = False) -> np.ndarray:
     """``sum_i u_i**2`` per feature, ``u_i = clip_C(x_i - mean)``, :data:`ROW_BLOCK` rows at a time
-    (one pass of block sums for a Dask array)."""
-    if is_dask(rows):
-        return _dask().block_sum(centred_square_sums, rows, extra=(mean, clip))
+    (one pass of block sums for a Dask array). With ``overwrite_rows`` (a Dask fit's mapped
+    sub-blocks) ``u_i`` is computed in ``rows`` itself: the same values, no temporary of the size
+    of a block (which a Dask worker's allocator returns to the system at every sub-block)."""
+    if is_dask(rows):  # the rows of a fit: their mapped sub-blocks, centred and clipped in place
+        return _dask().block_sum(centred_square_sums, rows, extra=(mean, clip, getattr(rows, "is_lazy_rows", False)))
     squares = np.zeros(rows.shape[1])
     for start in range(0, rows.shape[0], ROW_BLOCK):
-        block = clip_rows(rows[start:start + ROW_BLOCK] - mean, clip)
+        if overwrite_rows:
+            block = rows[start:start + ROW_BLOCK]
+            clip_rows(np.subtract(block, mean, out=block), clip, out=block)
+        else:
+            block = clip_rows(rows[start:start + ROW_BLOCK] - mean, clip)
         squares += np.einsum("ij,ij->j", block, block)
     return squares
 

@@ -322,17 +322,22 @@ def loss_derivatives(w: np.ndarray, X: np.ndarray, y: np.ndarray, loss, hessian:
     :func:`~._core.margin_gradient`'s formula (``tests/test_newton.py`` checks they agree); with a
     :class:`~skdpsco.losses.WeightedLoss` (``y`` its :func:`~skdpsco.losses.weighted_targets`) each
     row's Hessian is multiplied by its weight, as its gradient is."""
-    if is_dask(X):  # one pass of per-block sums (:mod:`skdpsco._dask`)
-        gradient, total = _dask().block_sum(summed_loss_derivatives, X, y, extra=(w, loss, hessian))
+    if is_dask(X):  # one pass of per-block sums (:mod:`skdpsco._dask`), on sub-blocks it may overwrite
+        overwrite = getattr(X, "is_lazy_rows", False)  # the rows of a fit: each sub-block is mapped anew
+        gradient, total = _dask().block_sum(summed_loss_derivatives, X, y, extra=(w, loss, hessian, overwrite))
     else:
         gradient, total = summed_loss_derivatives(X, y, w, loss, hessian)
     n = X.shape[0]
     return gradient / n, (total / n if hessian else None)
 
 
-def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool) -> tuple:
+def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool, overwrite_rows: bool = False) -> tuple:
     """The sums over the rows of :func:`loss_derivatives`' gradient and Hessian (``None`` without
-    ``hessian``), over row blocks of :data:`HESSIAN_BLOCK`, each block's margins computed once."""
+    ``hessian``), over row blocks of :data:`HESSIAN_BLOCK`, each block's margins computed once.
+    With ``overwrite_rows`` (a Dask fit's mapped sub-blocks, dense) a binary loss's Hessian
+    scales the rows of ``X`` in place instead of a copy: the same values, no temporary of the
+    size of a block (which a Dask worker's allocator returns to the system, and pays for in page
+    faults, at every sub-block)."""
     gradient = np.zeros(w.shape)
     total = np.zeros((w.size, w.size)) if hessian else None
     weighted = isinstance(loss, WeightedLoss)
@@ -341,19 +346,22 @@ def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool) -> tuple:
         margins = X_block @ w.T
         gradient += loss.derivative(margins, y_block).T @ X_block
         if hessian:
-            _add_hessian(total, margins, X_block, y_block["weight"] if weighted else None, loss)
+            _add_hessian(total, margins, X_block, y_block["weight"] if weighted else None, loss, overwrite_rows)
     return gradient, total
 
 
-def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weights: np.ndarray | None, loss) -> None:
+def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weights: np.ndarray | None, loss,
+                 overwrite_rows: bool = False) -> None:
     """Add the summed loss Hessians of the rows ``X`` with ``margins`` to ``total`` (logistic and
     squared loss: ``X^T diag(c phi'') X``, one symmetric rank-``k`` update, ``phi'' = sigma(z)
     sigma(-z)`` or 2; multinomial: the blocks ``(k, l)`` of ``X^T diag(c s_k (delta_kl - s_l)) X``,
-    parameter flattened row by row), ``c`` the rows' weights (``None``: all 1)."""
+    parameter flattened row by row), ``c`` the rows' weights (``None``: all 1). With
+    ``overwrite_rows`` (dense ``X``) the binary losses scale ``X`` in place."""
     c = 1.0 if row_weights is None else np.asarray(row_weights, dtype=np.float64)
     if margins.ndim == 1:
         curvature = np.full(X.shape[0], 2.0) if is_squared_loss(loss) else expit(margins) * expit(-margins)
-        scaled = _rows_times(X, np.sqrt(c * curvature))
+        factors = np.sqrt(c * curvature)
+        scaled = np.multiply(X, factors[:, None], out=X) if overwrite_rows else _rows_times(X, factors)
         total += _dense(scaled.T @ scaled)  # A.T @ A: numpy calls the symmetric BLAS update
         return
     n_classes, p = margins.shape[1], X.shape[1]
