@@ -51,20 +51,6 @@ def test_release_is_the_top_significant_order_and_keeps_its_values_whole():
     assert 200.0 <= _bounds.SCALED_BOUND * scale
 
 
-def test_tail_share_lowers_the_bound_while_the_orders_above_hold_at_most_that_share():
-    # 600 targets near 0.5, 150 near 1 (20 %), 30 near 4 (4 %): the top significant order is 4's
-    values = np.concatenate([np.full(600, 0.5), np.full(150, 1.0), np.full(30, 4.0)])
-    plan = _bounds.plan_bound(gaussian_mu=5.0)  # noise sd 0.28 per count: every order is significant
-    def released(share):
-        return _bounds.release_bound(values, plan, np.random.default_rng(0), _bounds.FALLBACK_CAP, tail_share=share)
-
-    assert released(0.0) == 4.0  # the top significant order, as without a share
-    assert released(0.03) == 4.0  # 30 of 780 above 2: more than 3 %
-    assert released(0.1) == 1.0  # clips the 4 % at 4, keeps the 1s whole
-    assert released(0.25) == 0.5  # clips both (23 %), keeps the bulk
-    assert released(1.0) == 0.5  # never below the lowest significant order
-
-
 def test_release_falls_back_to_the_mode_capped_for_targets_when_no_order_is_significant():
     # a noise mode could be 2**40: capped at s = 1 whatever the values; a small mode is kept
     values = np.concatenate([np.full(3, 2.0**-5), np.full(2, 2.0**20)])

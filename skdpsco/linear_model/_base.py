@@ -524,7 +524,7 @@ class BaseDPLinearModel(BaseEstimator):
             target_rng, row_rng = order_rng.spawn(1)[0].spawn(2)
         if "target" in bounds:
             target_scale = _bounds.release_bound(np.abs(tasks[0]), bounds["target"], target_rng,
-                                                 fallback_cap=_bounds.FALLBACK_CAP, tail_share=_bounds.TARGET_TAIL_SHARE)
+                                                 fallback_cap=_bounds.FALLBACK_CAP)
             tasks = [_bounds.scale_targets(task, target_scale) for task in tasks]
         if "rows" in bounds:
             rows, feature_scales, row_norm = self._divide_by_row_bound(rows, bounds["rows"], row_rng)

@@ -27,7 +27,7 @@ from ..accounting import gaussian_event, pure_dp_event
 from ..solvers._core import is_dask, release_noise
 from ._scaling import MAGNITUDE_RANGE, MAGNITUDE_THRESHOLD, magnitude_counts
 
-__all__ = ["BOUND_SHARE", "SCALED_BOUND", "TARGET_TAIL_SHARE", "BoundPlan", "plan_bound", "release_bound", "scale_targets"]
+__all__ = ["BOUND_SHARE", "SCALED_BOUND", "BoundPlan", "plan_bound", "release_bound", "scale_targets"]
 
 BOUND_SHARE = 0.05
 """Share of the fit's budget (of ``mu**2`` at ``delta > 0``, of ``epsilon`` at ``delta = 0``)
@@ -38,16 +38,6 @@ SCALED_BOUND = math.sqrt(2.0)
 """The bound of the values divided by the released power of two ``s = 2**k``: a value whose
 binary order of magnitude rounds to ``k`` is below ``2**(k + 1/2) = sqrt(2) s``, so the values of
 the top significant order are kept whole."""
-
-TARGET_TAIL_SHARE = 0.2
-"""Largest share of the ``n`` (public) targets a target bound may clip, as the released counts
-estimate it (:func:`release_bound`'s ``tail_share``): the bound moves down from the top
-significant order while the noisy counts above it total at most ``0.2 n``. The squared loss's
-sufficient statistics carry noise in proportion to the bound, and a bound at the top order can be
-up to ``sqrt(2)`` times the largest target: on the validation regressions (star98, grunfeld,
-engel; 20 seeds, epsilon 0.3-10) the geometric-mean RMSE ratio to the non-private reference went
-3.275 (no clipping share) -> 3.242 (0.1) -> 3.217 (0.2, 0.3). Public, post-processing of the one
-release."""
 
 FALLBACK_CAP = 0
 """The largest order a target bound's release gives when no order is significant: ``s = 1``,
@@ -93,10 +83,7 @@ def plan_bound(*, gaussian_mu: float | None = None, pure_epsilon: float | None =
     return BoundPlan(noise, False, gaussian_event(noise, HISTOGRAM_SENSITIVITY["l2"]))
 
 
-def release_bound(
-    values: np.ndarray, plan: BoundPlan, rng: np.random.Generator, fallback_cap: int | None = None,
-    tail_share: float = 0.0,
-) -> float:
+def release_bound(values: np.ndarray, plan: BoundPlan, rng: np.random.Generator, fallback_cap: int | None = None) -> float:
     """A power of two ``s = 2**k`` such that most ``values`` are below ``SCALED_BOUND * s``.
 
     ``k`` is the largest binary order of magnitude (``round(log2 |v|)``, clamped to
@@ -126,12 +113,6 @@ def release_bound(
     rng : numpy.random.Generator
     fallback_cap : int or None
         Largest order the fallback may release (``None``: no cap).
-    tail_share : float
-        With a significant order: move ``k`` down one order at a time, not below the lowest
-        significant order, while the noisy counts (negative ones as 0) of the orders from ``k`` to
-        the top significant one total at most ``tail_share * n`` (``n = values.size``, public):
-        the bound then clips about that share of the values at most. 0: the top significant order.
-        Post-processing of the same release.
     """
     values = values if is_dask(values) else np.asarray(values, dtype=float)
     counts = magnitude_counts(values[:, None])[0]
@@ -139,21 +120,9 @@ def release_bound(
     noisy = noisy_release(counts, plan.noise, rng, sensitivity=sensitivity, laplace=plan.laplace, release=release_noise)
     significant = np.flatnonzero(noisy > MAGNITUDE_THRESHOLD * plan.count_std)
     if significant.size:
-        return float(2.0 ** (_clipping_order(noisy, significant, tail_share * values.size) - MAGNITUDE_RANGE))
+        return float(2.0 ** (significant[-1] - MAGNITUDE_RANGE))
     mode = int(np.argmax(noisy)) - MAGNITUDE_RANGE
     return float(2.0 ** (mode if fallback_cap is None else min(mode, fallback_cap)))
-
-
-def _clipping_order(noisy: np.ndarray, significant: np.ndarray, tail: float) -> int:
-    """The lowest bin ``k`` in ``[significant[0], significant[-1]]`` with the noisy counts of the bins
-    ``k .. significant[-1]`` (negative ones as 0) totalling at most ``tail``, moving down from the
-    top significant bin; the top one when its own count is above ``tail``."""
-    top = int(significant[-1])
-    above = np.cumsum(np.maximum(noisy[top::-1], 0.0))  # above[i]: the counts of bins top - i .. top
-    order = top
-    while order > significant[0] and above[top - order] <= tail:
-        order -= 1
-    return order
 
 
 def scale_targets(y: np.ndarray, scale: float) -> np.ndarray:

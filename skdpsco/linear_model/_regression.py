@@ -55,10 +55,8 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
         R)^(p - 1)`` for ``p > 1``. ``'private'``: bought inside ``fit`` with a public share of
         the budget (``skdpsco.linear_model._bounds``): one noisy histogram of the binary orders
         of magnitude of ``|y|`` gives a power of two ``s`` above most targets (the top order
-        holding significantly many, lowered while the orders above it hold at most a fifth of
-        the targets by the noisy counts,
-        :data:`~skdpsco.linear_model._bounds.TARGET_TAIL_SHARE`), the targets are clipped to
-        ``sqrt(2) s`` and divided by ``s``, and the model is folded back to the units of ``y`` (``y_bound_`` holds ``sqrt(2)
+        holding significantly many), the targets are clipped to ``sqrt(2) s`` and divided by
+        ``s``, and the model is folded back to the units of ``y`` (``y_bound_`` holds ``sqrt(2)
         s``). The default: on the validation sets it was as accurate as the true largest
         ``|y|`` and far better than a loose public bound
         (``benchmarks/results/private_bounds_validation.md``).
