@@ -28,15 +28,18 @@ the fit time, and for the default fit at the middle epsilon the peak memory that
 sees during ``fit`` (numpy and scipy allocate through it) against the bytes of the CSR arrays.
 
 ``--dask`` (needs the ``dask`` extra and zarr): a logistic table of ``n`` rows x ``d`` standard
-normal float32 features (labels from a logistic model on the first 10), written once to a zarr
-store (``--store``, blocks of :data:`DASK_BLOCK_ROWS` rows). Three steps, each its own process so
-that each one's peak memory is its own: the in-memory numpy pass (the rows loaded whole, one
-full-batch logistic gradient, ``X @ w`` then ``g @ X`` in float32, best of 2; the Dask fit
-computes in float64, block by block); the default
+normal float32 features (labels from a logistic model on the first 10), written once to an
+uncompressed zarr store (``--store``, blocks of :data:`DASK_BLOCK_ROWS` rows; :data:`STORE_CODEC`).
+Four steps, each its own process so that each one's peak memory is its own: the in-memory numpy
+pass (the rows loaded whole, one full-batch logistic gradient, ``X @ w`` then ``g @ X`` in
+float32, best of 2; the Dask fit computes in float64, block by block); the default
 ``DPLogisticRegression`` fitted on ``da.from_zarr`` through a ``LocalCluster`` of 2 workers with a
 3 GB memory limit each (its passes counted from its plan: the finite check, the scaling's three
-releases and one per solver step), with the client's peak resident memory; and the first
-:data:`SLICE_ROWS` rows fitted both ways, in memory and on the cluster, with the same seed.
+releases and one per solver step, and each one timed by kind: gradient passes and Newton's
+gradient + Hessian passes apart), with the client's peak resident memory; the first
+:data:`SLICE_ROWS` rows fitted both ways, in memory and on the cluster, with the same seed; and
+the costs of one block in one thread (:func:`block_costs`: reading it with and without a codec,
+the fit's maps, the gradient, the Hessian), which explain the time of a pass.
 """
 
 from __future__ import annotations
@@ -203,17 +206,25 @@ def table(records: list[dict], n: int, d: int) -> str:
 
 
 DASK_BLOCK_ROWS = 250_000
+STORE_CODEC = None
+"""The store is written without compression: random floats do not compress (zstd, zarr's default,
+keeps 92% of the bytes) and decompressing costs more than the statistics of a block
+(:func:`block_costs` measures it)."""
 SLICE_ROWS = 1_000_000
 W_STAR = 2.0
 
 
 def make_store(path: Path, n: int, d: int) -> None:
-    """Write ``X`` (float32) and ``y`` to ``path/X.zarr`` and ``path/y.zarr`` once (module docstring)."""
+    """Write ``X`` (float32) and ``y`` to ``path/X.zarr`` and ``path/y.zarr`` once (module docstring),
+    uncompressed (:data:`STORE_CODEC`)."""
+    import shutil
+
     import dask.array as da
 
-    marker = path / f"done_{n}_{d}"
+    marker = path / f"done_{n}_{d}_uncompressed"
     if marker.exists():
         return
+    shutil.rmtree(path, ignore_errors=True)  # an older store (zstd) is replaced
     path.mkdir(parents=True, exist_ok=True)
     rng = da.random.default_rng(0)
     X = rng.standard_normal((n, d), chunks=(DASK_BLOCK_ROWS, d), dtype=np.float32)
@@ -221,8 +232,8 @@ def make_store(path: Path, n: int, d: int) -> None:
     w[:10] = W_STAR / np.sqrt(10)
     noise = rng.logistic(size=n, chunks=DASK_BLOCK_ROWS)
     y = ((X @ w + noise) > 0).astype(np.int8)
-    da.to_zarr(X, str(path / "X.zarr"), overwrite=True)
-    da.to_zarr(y, str(path / "y.zarr"), overwrite=True)
+    da.to_zarr(X, str(path / "X.zarr"), overwrite=True, compressors=STORE_CODEC)
+    da.to_zarr(y, str(path / "y.zarr"), overwrite=True, compressors=STORE_CODEC)
     marker.touch()
 
 
@@ -255,15 +266,19 @@ def dask_fit(path: Path, rows: int | None = None) -> dict:
     if rows is not None:
         X, y = X[:rows], y[:rows]
     params = dict(classes=[0, 1], epsilon=1.0, random_state=0)
+    timed = []  # (kind, seconds) of every pass over the rows, in order
     with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="3GB", dashboard_address=None) as cluster, \
-            Client(cluster):
+            Client(cluster), _timed_passes(timed):
         started = time.perf_counter()
         model = DPLogisticRegression(accountant=PrivacyAccountant(), **params).fit(X, y)
         elapsed = time.perf_counter() - started
     steps = int(model.solver_info_.get("n_steps", 0))
     passes = 1 + 3 + steps  # finite check, magnitudes, sums, squares, one per solver step
+    rows_passes = [(kind, seconds) for kind, seconds in timed if kind != "labels"]
+    if len(rows_passes) != passes:
+        raise AssertionError(f"{len(rows_passes)} passes over the rows timed, {passes} planned.")
     record = dict(fit_s=elapsed, algorithm=model.algorithm_, passes=passes, pass_s=elapsed / passes,
-                  client_peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  timed_passes=timed, client_peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   epsilon=float(model.epsilon_), rows=int(X.shape[0]))
     if rows is not None:
         memory = DPLogisticRegression(accountant=PrivacyAccountant(), **params).fit(X.compute(), y.compute())
@@ -273,6 +288,105 @@ def dask_fit(path: Path, rows: int | None = None) -> dict:
     return record
 
 
+class _timed_passes:
+    """Record ``(kind, seconds)`` of every :func:`skdpsco._dask.block_sum` (one pass) in ``into``."""
+
+    def __init__(self, into: list):
+        self.into = into
+
+    def __enter__(self):
+        from skdpsco import _dask
+
+        self.module, self.original = _dask, _dask.block_sum
+
+        def timed(function, *arrays, extra=()):
+            started = time.perf_counter()
+            result = self.original(function, *arrays, extra=extra)
+            self.into.append((_pass_kind(function, extra), time.perf_counter() - started))
+            return result
+
+        _dask.block_sum = timed
+        return self
+
+    def __exit__(self, *exc):
+        self.module.block_sum = self.original
+
+
+def _pass_kind(function, extra) -> str:
+    name = function.__name__
+    if name == "summed_loss_derivatives":
+        return "gradient + Hessian" if extra[2] else "gradient"
+    return {"_count_non_finite": "finite check", "_count_outside": "labels", "_magnitude_counts": "magnitudes",
+            "column_sums": "sums", "centred_square_sums": "squares", "summed_loss_gradient": "gradient"}.get(name, name)
+
+
+def block_costs(path: Path) -> dict:
+    """Milliseconds per block of :data:`DASK_BLOCK_ROWS` rows, one thread, median of the store's
+    first blocks: reading it from the store (the uncompressed one, and copies of its first blocks
+    with zstd, zarr's default, and blosc-lz4), the fit's composed maps (the Newton passes' rows:
+    clip, division by powers of two, clip, standardisation, intercept column), the float64
+    gradient and gradient + Hessian on the mapped rows, and the float32 gradient of the numpy pass."""
+    import shutil
+
+    import zarr
+    from zarr.codecs import BloscCodec, ZstdCodec
+
+    from skdpsco import _dask
+    from skdpsco.linear_model._scaling import divide_by_powers_of_two, standardised
+    from skdpsco.losses import LogisticLoss
+    from skdpsco.solvers._core import clip_rows, summed_loss_gradient
+    from skdpsco.solvers.newton import summed_loss_derivatives
+
+    source = zarr.open_array(str(path / "X.zarr"), mode="r")
+    blocks = 4
+
+    def median_ms(function, repeats=3):
+        times = []
+        for _ in range(repeats):
+            for b in range(blocks):
+                started = time.perf_counter()
+                function(b)
+                times.append(time.perf_counter() - started)
+        return 1e3 * float(np.median(times))
+
+    rows = slice(0, DASK_BLOCK_ROWS)
+    out = {"read_uncompressed_ms": median_ms(lambda b: source[b * DASK_BLOCK_ROWS:(b + 1) * DASK_BLOCK_ROWS])}
+    scratch = path.parent / (path.name + "_codecs")
+    for name, codec in (("zstd", ZstdCodec(level=0)), ("blosc_lz4", BloscCodec(cname="lz4", clevel=5, shuffle="shuffle"))):
+        shutil.rmtree(scratch, ignore_errors=True)
+        copy = zarr.create_array(str(scratch), shape=(blocks * DASK_BLOCK_ROWS, source.shape[1]),
+                                 chunks=(DASK_BLOCK_ROWS, source.shape[1]), dtype=source.dtype, compressors=codec)
+        copy[:] = source[: blocks * DASK_BLOCK_ROWS]
+        out[f"read_{name}_ms"] = median_ms(lambda b: copy[b * DASK_BLOCK_ROWS:(b + 1) * DASK_BLOCK_ROWS])
+        out[f"{name}_stored_fraction"] = sum(f.stat().st_size for f in scratch.rglob("*") if f.is_file()) / (
+            blocks * DASK_BLOCK_ROWS * source.shape[1] * source.dtype.itemsize)
+    shutil.rmtree(scratch, ignore_errors=True)
+    raw = source[rows]
+    d = raw.shape[1]
+    y = np.where(np.arange(raw.shape[0]) % 2 == 0, 1.0, -1.0)
+    bound = 0.5 * np.sqrt(d)  # the maps of a default fit, with plausible released values
+    maps = ((clip_rows, (np.inf,)), (divide_by_powers_of_two, (np.full(d, 4.0),)), (clip_rows, (bound,)),
+            (standardised, (np.zeros(d), np.full(d, 0.25), 0.25 * np.sqrt(d))))
+    X = _dask.Rows(da_from(raw), maps).with_constant_column(bound)
+    w, loss = np.full(d + 1, 0.01), LogisticLoss()
+
+    def statistic(function, *extra):
+        return lambda b: _dask._block_statistic(function, (X.spec, None), extra, raw, y)
+
+    out["maps_ms"] = median_ms(statistic(lambda rows, labels: (rows[:1].copy(),)))
+    out["maps_gradient_ms"] = median_ms(statistic(summed_loss_gradient, loss, w))
+    out["maps_gradient_hessian_ms"] = median_ms(statistic(summed_loss_derivatives, w, loss, True))
+    w32 = w[:d].astype(np.float32)
+    out["numpy_f32_gradient_ms"] = median_ms(lambda b: LogisticLoss().derivative(raw @ w32, y).astype(np.float32) @ raw)
+    return out
+
+
+def da_from(array: np.ndarray):
+    import dask.array as da
+
+    return da.from_array(array, chunks=(array.shape[0], -1))
+
+
 def run_step(step: str, path: Path) -> dict:
     """One step in a fresh process (its peak memory is its own); its JSON record."""
     done = subprocess.run([sys.executable, "-m", "benchmarks.scale", "--step", step, "--store", str(path)],
@@ -280,22 +394,53 @@ def run_step(step: str, path: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def dask_table(numpy: dict, fit: dict, check: dict, n: int, d: int, machine: dict) -> str:
+def dask_table(numpy: dict, fit: dict, check: dict, blocks: dict, n: int, d: int, machine: dict) -> str:
+    base = numpy["numpy_pass_s"]
+    kinds = {}
+    for kind, seconds in fit["timed_passes"]:
+        if kind != "labels":
+            kinds.setdefault(kind, []).append(seconds)
+    rows_of_kinds = [
+        f"| passes: {kind} ({len(times)}) | {np.mean(times):.2f} s each, {np.mean(times) / base:.2f}x the numpy pass | "
+        f"{'at most 3x' if kind == 'gradient' else ''} |"
+        for kind, times in kinds.items()
+    ]
+    per_block = blocks
     return "\n".join([
         f"# Dask: {n} x {d} float32 rows ({numpy['bytes'] / 2**30:.1f} GiB) in a zarr store (`python -m benchmarks scale --dask`)",
         "",
-        "LocalCluster of 2 workers (1 thread, 3 GB memory limit each); default `DPLogisticRegression(classes=[0, 1])`, ε = 1. "
+        "LocalCluster of 2 workers (1 thread, 3 GB memory limit each); default `DPLogisticRegression(classes=[0, 1])`, ε = 1; "
+        "the store written uncompressed. "
         f"Machine: {machine.get('cores')} cores, load average {machine.get('load_average_1min', float('nan')):.1f} at the end "
         "(other jobs share the cores: the times are of this run).",
         "",
         "| figure | value | goal |",
         "|---|---|---|",
-        f"| in-memory numpy pass (one full-batch gradient) | {numpy['numpy_pass_s']:.2f} s | |",
+        f"| in-memory numpy pass (one full-batch gradient, float32, 1 thread) | {base:.2f} s | |",
         f"| Dask fit | {fit['fit_s']:.1f} s, '{fit['algorithm']}', {fit['passes']} passes | |",
-        f"| Dask time per pass / numpy pass | {fit['pass_s'] / numpy['numpy_pass_s']:.2f}x | at most 3x |",
+        f"| Dask time per pass / numpy pass (the fit's time over its passes) | {fit['pass_s'] / base:.2f}x | at most 3x |",
+        *rows_of_kinds,
         f"| client peak resident memory | {fit['client_peak_rss_bytes'] / 2**30:.2f} GiB | under 1 GB |",
         f"| first {check['rows']} rows, Dask vs in-memory fit: max coef / intercept difference, same dp_event_ | "
         f"{check['max_coef_difference']:.1e} / {check['max_intercept_difference']:.1e}, {check['same_event']} | equal |",
+        "",
+        f"One block of {DASK_BLOCK_ROWS} rows, one thread, median ms (`--step blocks`): what a pass costs a worker per block.",
+        "",
+        "| per block | ms |",
+        "|---|---|",
+        f"| read from the store, uncompressed | {per_block['read_uncompressed_ms']:.0f} |",
+        f"| read from a zstd copy (zarr's default codec; {100 * per_block['zstd_stored_fraction']:.0f}% of the bytes) | {per_block['read_zstd_ms']:.0f} |",
+        f"| read from a blosc-lz4 copy ({100 * per_block['blosc_lz4_stored_fraction']:.0f}% of the bytes) | {per_block['read_blosc_lz4_ms']:.0f} |",
+        f"| the fit's composed per-row maps (float32 -> float64, clip, powers of two, clip, standardise, intercept) | {per_block['maps_ms']:.0f} |",
+        f"| maps + float64 gradient | {per_block['maps_gradient_ms']:.0f} |",
+        f"| maps + float64 gradient + Hessian (Newton's first 6 steps) | {per_block['maps_gradient_hessian_ms']:.0f} |",
+        f"| the numpy pass's float32 gradient | {per_block['numpy_f32_gradient_ms']:.0f} |",
+        "",
+        "The finite check is a pass that reads the store and computes almost nothing (a count of non-finite "
+        "entries): its time is the floor of a pass over this store on this machine, set by reading the "
+        "blocks (zarr's reads into fresh buffers), not by the fit's arithmetic. A gradient pass adds the "
+        "maps and the gradient to it, a Newton step also the Hessian "
+        f"({per_block['maps_gradient_hessian_ms']:.0f} ms a block against {per_block['maps_gradient_ms']:.0f} ms at d = {d}).",
     ])
 
 
@@ -303,7 +448,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dask", action="store_true", help="the Dask section instead of the sparse one")
     parser.add_argument("--store", default="/tmp/skdpsco_scale", help="directory of the zarr store (--dask)")
-    parser.add_argument("--step", choices=["numpy-pass", "fit", "slice"], help=argparse.SUPPRESS)
+    parser.add_argument("--step", choices=["numpy-pass", "fit", "slice", "blocks"], help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=100_000, help="training documents (default 100000)")
     parser.add_argument("--d", type=int, default=2**18, help="vocabulary size (default 2**18)")
     parser.add_argument("--seeds", type=int, default=3, help="independent splits (default 3)")
@@ -312,7 +457,7 @@ def main(argv=None) -> None:
     store = Path(args.store)
     if args.step:
         step = {"numpy-pass": lambda: numpy_pass(store), "fit": lambda: dask_fit(store),
-                "slice": lambda: dask_fit(store, SLICE_ROWS)}[args.step]
+                "slice": lambda: dask_fit(store, SLICE_ROWS), "blocks": lambda: block_costs(store)}[args.step]
         print(json.dumps(step()))
         return
     if args.dask:
@@ -321,10 +466,11 @@ def main(argv=None) -> None:
         make_store(store, n, d)
         numpy, fit, check = run_step("numpy-pass", store), run_step("fit", store), run_step("slice", store)
         machine = machine_info()
-        text = dask_table(numpy, fit, check, n, d, machine)
+        blocks = run_step("blocks", store)
+        text = dask_table(numpy, fit, check, blocks, n, d, machine)
         (RESULTS / f"{args.out}_dask.md").write_text(text + "\n")
         (RESULTS / f"{args.out}_dask.json").write_text(json.dumps(
-            dict(machine=machine, numpy=numpy, fit=fit, slice=check), indent=1))
+            dict(machine=machine, numpy=numpy, fit=fit, slice=check, blocks=blocks), indent=1))
         print(text)
         return
     records = run(args.n, args.d, args.seeds)
