@@ -32,7 +32,7 @@ normal float32 features (labels from a logistic model on the first 10), written 
 uncompressed zarr store (``--store``, blocks of :data:`DASK_BLOCK_ROWS` rows; :data:`STORE_CODEC`).
 Four steps, each its own process so that each one's peak memory is its own: the in-memory numpy
 pass (the rows loaded whole, one full-batch logistic gradient, ``X @ w`` then ``g @ X`` in
-float32, best of 2; the Dask fit computes in float64, block by block); the default
+float32, best of 5: a pass slowed by another job would flatter the ratio; the Dask fit computes in float64, block by block); the default
 ``DPLogisticRegression`` fitted on ``da.from_zarr`` through a ``LocalCluster`` of 2 workers with a
 3 GB memory limit each (its passes counted from its plan: the finite check, the scaling's three
 releases and one per solver step, and each one timed by kind: gradient passes and Newton's
@@ -238,7 +238,7 @@ def make_store(path: Path, n: int, d: int) -> None:
 
 
 def numpy_pass(path: Path) -> dict:
-    """Seconds of one full-batch logistic gradient over the rows loaded whole (best of 2)."""
+    """Seconds of one full-batch logistic gradient over the rows loaded whole (best of 5)."""
     import zarr
 
     from skdpsco.losses import LogisticLoss
@@ -247,7 +247,7 @@ def numpy_pass(path: Path) -> dict:
     y = np.where(zarr.open_array(str(path / "y.zarr"), mode="r")[:] == 1, 1.0, -1.0)
     w = np.full(X.shape[1], 0.01, dtype=X.dtype)
     times = []
-    for _ in range(2):  # in the array's own precision: a float64 product would copy the 8 GB to 16
+    for _ in range(5):  # in the array's own precision: a float64 product would copy the 8 GB to 16
         started = time.perf_counter()
         LogisticLoss().derivative(X @ w, y).astype(X.dtype) @ X
         times.append(time.perf_counter() - started)
