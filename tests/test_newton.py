@@ -27,6 +27,7 @@ from skdpsco.solvers.newton import (
     unpack_symmetric,
 )
 from _audits import audit_params, check_audit
+import _rows
 
 DELTA = 1e-5
 B = math.sqrt(2.0)  # the estimators' row bound with the intercept column
@@ -38,11 +39,7 @@ def make_problem(n, coef_shape=(3,), epsilon=1.0, radius=10.0, l2_penalty=0.0, d
 
 
 def rows_in_ball(rng, n, p, norm=B):
-    """Rows of norm at most ``norm``, a quarter of them on the sphere."""
-    X = rng.standard_normal((n, p))
-    X *= norm * rng.uniform(0.0, 1.0, (n, 1)) ** (1.0 / p) / np.linalg.norm(X, axis=1, keepdims=True)
-    X[: n // 4] *= norm / np.linalg.norm(X[: n // 4], axis=1, keepdims=True)
-    return X
+    return _rows.rows_in_ball(rng, n, p, norm)
 
 
 def point_in_ball(rng, size, radius):

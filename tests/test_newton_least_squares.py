@@ -30,6 +30,7 @@ from skdpsco.solvers.newton import (
     supports_loss,
     unpack_symmetric,
 )
+import _rows
 
 DELTA = 1e-5
 B = math.sqrt(2.0)  # the estimators' row bound with the intercept column
@@ -43,11 +44,7 @@ def make_problem(n, p=3, epsilon=1.0, radius=RADIUS, y_bound=Y_BOUND, l2_penalty
 
 
 def rows_in_ball(rng, n, p, norm=B):
-    """Rows of norm at most ``norm``, a quarter of them on the sphere."""
-    X = rng.standard_normal((n, p))
-    X *= norm * rng.uniform(0.0, 1.0, (n, 1)) ** (1.0 / p) / np.linalg.norm(X, axis=1, keepdims=True)
-    X[: n // 4] *= norm / np.linalg.norm(X[: n // 4], axis=1, keepdims=True)
-    return X
+    return _rows.rows_in_ball(rng, n, p, norm)
 
 
 # -- which losses, and the plan ---------------------------------------------------------------------------
@@ -116,6 +113,22 @@ def test_sensitivities_in_closed_form():
 # -- white box: neighbours ----------------------------------------------------------------------------------
 
 
+def _random_neighbours(rng, n, p, weighted):
+    """Rows and targets (weighted targets when ``weighted``) and a replace-one neighbour: row 0
+    redrawn, its target at a bound or inside, its weight redrawn."""
+    X = rows_in_ball(rng, n, p)
+    y = rng.uniform(-Y_BOUND, Y_BOUND, n)
+    X2, y2 = X.copy(), y.copy()
+    X2[0] = rows_in_ball(rng, 1, p)[0]
+    y2[0] = rng.choice([-Y_BOUND, Y_BOUND, rng.uniform(-Y_BOUND, Y_BOUND)])
+    if weighted:
+        c = rng.uniform(0.0, 1.0, n) ** 0.25
+        c2 = c.copy()
+        c2[0] = rng.uniform() ** 0.25
+        y, y2 = weighted_targets(y, c), weighted_targets(y2, c2)
+    return X, y, X2, y2
+
+
 def _gradient_at_zero(X, y, loss=SQUARED):
     return loss_derivatives(np.zeros(X.shape[1]), X, y, loss, False)[0]
 
@@ -149,16 +162,7 @@ def test_random_neighbours_at_zero_stay_within_the_first_gradient_sensitivity(we
     loss = WeightedLoss(SQUARED) if weighted else SQUARED
     worst = 0.0
     for _ in range(2000):
-        X = rows_in_ball(rng, n, p)
-        y = rng.uniform(-Y_BOUND, Y_BOUND, n)
-        X2, y2 = X.copy(), y.copy()
-        X2[0] = rows_in_ball(rng, 1, p)[0]
-        y2[0] = rng.choice([-Y_BOUND, Y_BOUND, rng.uniform(-Y_BOUND, Y_BOUND)])
-        if weighted:
-            c = rng.uniform(0.0, 1.0, n) ** 0.25
-            c2 = c.copy()
-            c2[0] = rng.uniform() ** 0.25
-            y, y2 = weighted_targets(y, c), weighted_targets(y2, c2)
+        X, y, X2, y2 = _random_neighbours(rng, n, p, weighted)
         worst = max(worst, np.linalg.norm(_gradient_at_zero(X, y, loss) - _gradient_at_zero(X2, y2, loss)))
     assert worst <= first_gradient_sensitivity(problem)
     assert worst > 0.7 * first_gradient_sensitivity(problem)  # the search reaches the scale
@@ -190,17 +194,8 @@ def test_hessian_neighbours_stay_within_the_sensitivity_and_orthogonal_rows_atta
     loss = WeightedLoss(SQUARED) if weighted else SQUARED
     worst = 0.0
     for _ in range(1000):
-        X = rows_in_ball(rng, n, p)
-        y = rng.uniform(-Y_BOUND, Y_BOUND, n)
-        X2 = X.copy()
-        X2[0] = rows_in_ball(rng, 1, p)[0]
-        w = rng.standard_normal(p)  # the Hessian does not depend on w (nor on y)
-        y1 = y2 = y
-        if weighted:
-            c = rng.uniform(0.0, 1.0, n) ** 0.25
-            c2 = c.copy()
-            c2[0] = rng.uniform() ** 0.25
-            y1, y2 = weighted_targets(y, c), weighted_targets(y, c2)
+        X, y1, X2, y2 = _random_neighbours(rng, n, p, weighted)
+        w = rng.standard_normal(p)  # the Hessian depends on neither w nor y, only on the rows and weights
         H1, H2 = loss_derivatives(w, X, y1, loss, True)[1], loss_derivatives(w, X2, y2, loss, True)[1]
         worst = max(worst, np.linalg.norm(pack_symmetric(H1) - pack_symmetric(H2)))
     assert worst <= hessian_sensitivity(problem)
