@@ -409,16 +409,25 @@ def _randomized_response_losses(noise_parameter: float, count: int, negligible: 
     -------
     (losses, probabilities, left_out)
     """
-    eps0 = math.log(2.0 / noise_parameter - 1.0)
-    j = np.arange(count + 1)
-    log_choose = gammaln(count + 1) - gammaln(j + 1) - gammaln(count - j + 1)
-    log_p, log_q = -np.logaddexp(0.0, -eps0), -np.logaddexp(0.0, eps0)
-    probabilities = np.exp(log_choose + (count - j) * log_p + j * log_q)
+    losses, log_positive, _ = _response_loss_log_probabilities(math.log(2.0 / noise_parameter - 1.0), count)
+    probabilities = np.exp(log_positive)
     least_first = np.argsort(probabilities)
     left_out = least_first[np.cumsum(probabilities[least_first]) <= negligible]
     kept = np.ones(count + 1, dtype=bool)
     kept[left_out] = False
-    return (count - 2 * j[kept]) * eps0, probabilities[kept], float(probabilities[left_out].sum())
+    return losses[kept], probabilities[kept], float(probabilities[left_out].sum())
+
+
+def _response_loss_log_probabilities(eps0: float, count: int):
+    """The privacy loss of ``count`` binary randomized responses of pure epsilon ``eps0``, as
+    ``(losses, log_positive, log_negative)``: the losses ``(count - 2 j) eps0`` (``j`` responses
+    flipped, decreasing in ``j``) and the logs of their probabilities under the first and the
+    second distribution of the dominating pair, ``C(count, j) p**(count - j) q**j`` and ``C(count,
+    j) p**j q**(count - j)`` (``p = e**eps0 / (1 + e**eps0)``, ``q = 1 - p``)."""
+    j = np.arange(count + 1)
+    log_choose = gammaln(count + 1) - gammaln(j + 1) - gammaln(count - j + 1)
+    log_p, log_q = -np.logaddexp(0.0, -eps0), -np.logaddexp(0.0, eps0)
+    return (count - 2 * j) * eps0, log_choose + (count - j) * log_p + j * log_q, log_choose + j * log_p + (count - j) * log_q
 
 
 _MIXTURE_BINS = 2**12
@@ -572,12 +581,7 @@ def exact_randomized_response_epsilon(noise_parameter: float, count: int, delta:
     eps0 = _randomized_response_epsilon(dp_accounting.RandomizedResponseDpEvent(noise_parameter, 2))
     if math.isinf(eps0):
         return math.inf
-    j = np.arange(count + 1)
-    log_choose = gammaln(count + 1) - gammaln(j + 1) - gammaln(count - j + 1)
-    log_p, log_q = -np.logaddexp(0.0, -eps0), -np.logaddexp(0.0, eps0)
-    log_positive = log_choose + (count - j) * log_p + j * log_q
-    log_negative = log_choose + j * log_p + (count - j) * log_q
-    loss = (count - 2 * j) * eps0  # decreasing in j
+    loss, log_positive, log_negative = _response_loss_log_probabilities(eps0, count)  # loss decreasing
     positive = loss > 0
     if np.sum(np.exp(log_positive[positive]) - np.exp(log_negative[positive])) <= delta:  # the curve at 0
         return 0.0
