@@ -719,6 +719,16 @@ def svm_one_vs_rest_laplace(epsilon: float = 2.0, delta: float = 1e-5, classes=(
                             secure_noise=secure_noise)
 
 
+def one_target_row(n: int):
+    """``(X, y)`` of the regression audits: row 0 is ``x = 1`` with target ``1`` (its neighbour
+    flips the target), the ``n - 1`` others ``x = 0, y = 0`` (zero gradient without intercept)."""
+    X = np.zeros((n, 1))
+    X[0, 0] = 1.0
+    y = np.zeros(n)
+    y[0] = 1.0
+    return X, y
+
+
 def lad_regression(n: int = 21, epsilon: float = 1.0, y_bound=1.0, secure_noise: bool = False) -> Setup:
     """``DPLpRegression(p=1)`` ('auto' -> noisy GD on the smoothed absolute loss). The differing
     row ``x = 1`` has target ``+1`` or ``-1``: the residual stays beyond the smoothing so its
@@ -734,10 +744,7 @@ def lad_regression(n: int = 21, epsilon: float = 1.0, y_bound=1.0, secure_noise:
     the fits in secure mode, ``random_state=None`` (with the private bound: a grid release, the
     whole fit accounted as zCDP)."""
     private = y_bound == "private"
-    X = np.zeros((n, 1))
-    X[0, 0] = 1.0
-    y0 = np.zeros(n)
-    y0[0] = 1.0
+    X, y0 = one_target_row(n)
 
     def make(seed):
         return DPLpRegression(
@@ -750,6 +757,28 @@ def lad_regression(n: int = 21, epsilon: float = 1.0, y_bound=1.0, secure_noise:
         return float(m.coef_[0]) / (m.y_bound_ / SCALED_BOUND if private else 1.0)
 
     return _estimator_setup(make, (X, y0), (X, -y0), statistic, secure_noise=secure_noise)
+
+
+def least_squares_regression(n: int = 21, epsilon: float = 2.0) -> Setup:
+    """``DPLpRegression()`` (p = 2, ``'auto'`` -> the private Newton method's one step: sufficient
+    statistics perturbation) through the estimator: its target clip, the loss constants it hands
+    the solver, and the event it charges. The differing row ``x = 1`` has target ``+1`` or ``-1``
+    (the public ``y_bound``); the other rows are ``x = 0, y = 0``. The gradient at the public start
+    ``w = 0`` moves by ``4 y_bound B / n``, exactly the ``2 L_0 / n`` the first gradient is charged
+    (:func:`skdpsco.solvers.newton.first_gradient_sensitivity`); the Hessian is the same on both
+    datasets. ``solver_options``: the curvature floor far above every noisy Hessian
+    (``floor_factor=100``), so that the release ``-g / floor`` is the gradient's Gaussian mechanism
+    itself, and 1 % of the budget on the Hessian (as the solver-level ``newton_least_squares``)."""
+    X, y0 = one_target_row(n)
+
+    def make(seed):
+        return DPLpRegression(
+            epsilon=epsilon, delta=AUDIT_DELTA, data_norm=1.0, y_bound=1.0, fit_intercept=False,
+            feature_scaling=None, solver_options={"floor_factor": 100.0, "hessian_share": 0.01}, random_state=seed,
+            accountant=PrivacyAccountant(),
+        )
+
+    return _estimator_setup(make, (X, y0), (X, -y0), lambda m: float(m.coef_[0]))
 
 
 def weighted_svm(n: int = 21, epsilon: float = 1.0, max_weight: float = 4.0) -> Setup:
@@ -1038,6 +1067,10 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
     Audit("lad_regression", "DPLpRegression(p=1) ('auto' -> noisy GD on the smoothed absolute loss), n = 21, "
           "epsilon = 2", "row 0 x = 1, target +1 vs -1; other rows x = 0, y = 0", lambda: lad_regression(21, 2.0),
           3000, slow=True),
+    Audit("least_squares_regression", "DPLpRegression() (p = 2, 'auto' -> private Newton, one step: sufficient "
+          "statistics perturbation) through the estimator, n = 21, epsilon = 2",
+          "row 0 x = 1, target +1 vs -1 (the public y_bound); other rows x = 0, y = 0; curvature floor above "
+          "every noisy Hessian", lambda: least_squares_regression(21, 2.0), 2000),
     Audit("weighted_svm", "DPHingeSVM('auto' -> noisy GD, numpy reference loop) with sample_weight, max_weight = 4, "
           "n = 21, epsilon = 2", "row 0 x = 1, weight 4 = max_weight, label flip; 20 rows x = 0, weights 1 and 0",
           lambda: weighted_svm(21, 2.0, 4.0), 3000, slow=True),

@@ -32,13 +32,14 @@ def test_snowball_audit_respects_the_claim_and_catches_halved_noise(name):
     "name",
     audit_params(
         "svm_auto_intercept", "logistic_multinomial", "svm_one_vs_rest", "svm_one_vs_rest_laplace",
-        "lad_regression", "ledger_composition", "estimator_snowball",
+        "lad_regression", "least_squares_regression", "ledger_composition", "estimator_snowball",
     ),
 )
 def test_estimator_audit_respects_the_claim_and_catches_the_weakened_noise(name):
     # 'auto' -> noisy GD with the intercept column and the smoothed hinge; the multinomial and
     # one-vs-rest compositions; Laplace one-vs-rest at delta > 0 (three randomized-response
-    # events composed by the accountant); smoothed LAD regression; three fits on one ledger
+    # events composed by the accountant); smoothed LAD regression; least squares by one Newton step
+    # (SSP), its first gradient charged at the public start; three fits on one ledger
     # against its spent(); Snowball behind the estimator's row shuffle.
     check_audit(name)
 
