@@ -29,7 +29,9 @@ smallest epsilon (each is a valid upper bound):
   :func:`pure_dp_event`): their privacy curve in closed form, a mixture of Gaussian curves over
   the responses' summed privacy loss (:func:`_mixture_epsilon`, every multiplicity applied
   explicitly, within one lattice step per group of the exact epsilon, at a cost that does not
-  grow with the number of events), and the RDP accountant;
+  grow with the number of events); no other accountant is consulted for them, as none can be
+  lower than the exact curve (Gaussian releases alone and equal responses alone: their exact
+  curves, :func:`exact_gaussian_epsilon`, :func:`exact_randomized_response_epsilon`);
 * zCDP and amplification-by-iteration bounds, which are proven in RDP only: the RDP accountant on
   a dense order grid with the conversion of Canonne, Kamath & Steinke 2020, Prop. 12;
 * an event that contains :class:`FixedOrderRdpDpEvent` (an RDP bound proven at one order only,
