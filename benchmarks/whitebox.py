@@ -622,9 +622,11 @@ def objective_search(full: bool = False, noise_factor: float = 1.0, clip_factor:
 
 @contextmanager
 def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_factor: float = 1.0):
-    """:func:`observed`, also over the releases of :mod:`skdpsco.linear_model._scaling`, which binds
-    ``release_noise`` at import (``from ..solvers._core import release_noise``): replacing
-    ``_core.release_noise`` alone does not reach them, so the hook is put there too.
+    """:func:`observed`, also over the releases of :mod:`skdpsco.linear_model._scaling` and
+    :mod:`~skdpsco.linear_model._bounds` (the private row bound a scaled fit releases on rows too
+    few for the magnitudes), which bind ``release_noise`` at import (``from ..solvers._core import
+    release_noise``): replacing ``_core.release_noise`` alone does not reach them, so the hook is
+    put there too.
 
     ``clip_factor`` (the clipping mutation of a scaled fit, plans unchanged): every clip of the fit
     lets rows of ``clip_factor`` times its bound through — the user's ``data_norm``, the rows
@@ -632,7 +634,7 @@ def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_
     before their squares are summed, and the standardised rows the solver reads (clipped to
     ``clip_factor * C``, still divided by ``C``).
     """
-    from skdpsco.linear_model import _base, _scaling
+    from skdpsco.linear_model import _base, _bounds, _scaling
 
     patched = {}
     if clip_factor != 1.0:
@@ -649,15 +651,15 @@ def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_
             (_scaling, "clip_rows"): lambda X, max_norm, out=None: clip(X, clip_factor * max_norm, out=out),
         }
     originals = {key: getattr(*key) for key in patched}
-    scaling_release = _scaling.release_noise
+    scaling_release, bound_release = _scaling.release_noise, _bounds.release_noise
     with observed(replay=replay, noise_factor=noise_factor) as observation:
-        _scaling.release_noise = _core.release_noise  # the hook
+        _scaling.release_noise = _bounds.release_noise = _core.release_noise  # the hook
         for (module, name), value in patched.items():
             setattr(module, name, value)
         try:
             yield observation
         finally:
-            _scaling.release_noise = scaling_release
+            _scaling.release_noise, _bounds.release_noise = scaling_release, bound_release
             for (module, name), value in originals.items():
                 setattr(module, name, value)
 
@@ -818,11 +820,13 @@ def scaling_search(case: ScalingCase, full: bool = False, noise_factor: float = 
 
 def scaled_fit_claims(model, releases: list) -> tuple[np.ndarray, int]:
     """Claims of a scaled fit's releases (``feature_scaling='standard'``, noisy GD under the
-    composition analysis): the scaling releases against their events (:func:`scaling_claims`),
+    composition analysis): the private row bound's histogram when the fit releases one (rows too
+    few for the per-feature magnitudes), the scaling releases against their events (:func:`scaling_claims`),
     then every noisy GD step of every task ``scale / (z sqrt(T))`` of the task's event. Returns
     the claims and the number of scaling releases."""
-    scaling_event, task_event = model.dp_event_.events
-    head = scaling_claims(releases, scaling_event)
+    *bound_events, scaling_event, task_event = model.dp_event_.events  # a private row bound first, if any
+    bounds = [release_claims([release], event) for release, event in zip(releases, bound_events)]
+    head = np.concatenate([*bounds, scaling_claims(releases[len(bounds):], scaling_event)])
     info = model.solver_info_
     if info.get("analysis") != "composition":
         raise ValueError(f"scaled estimator checks cover noisy GD's composition analysis; got {info!r}")
@@ -860,7 +864,8 @@ def scaled_estimator_cases() -> dict:
 
     common = dict(epsilon=1.0, delta=1e-5)
     cases = [
-        EstimatorCase("DPLogisticRegression scaled (default, data_norm=None) -> noisy_gd",
+        # n = 48 rows are too few for the magnitudes at epsilon 1: the default releases one row bound
+        EstimatorCase("DPLogisticRegression scaled (default, data_norm=None: row bound at n = 48) -> noisy_gd",
                       lambda: DPLogisticRegression(classes=[0, 1], **common), [0, 1], data_norm=None),
         EstimatorCase("DPLogisticRegression scaled (data_norm=None), epsilon 10: released magnitudes",
                       lambda: DPLogisticRegression(classes=[0, 1], epsilon=10.0, delta=1e-5), [0, 1], data_norm=None),

@@ -268,3 +268,43 @@ def test_an_unresolved_magnitude_is_never_below_the_resolved_ones(monkeypatch):
     assert plan.magnitude_noise == pytest.approx(count_std)
     scales = scaling.release_magnitudes(X, plan, np.random.default_rng(0))
     np.testing.assert_array_equal(np.log2(scales), [3.0, 10.0, 3.0])
+
+
+def _zero_noise(monkeypatch):
+    monkeypatch.setattr(scaling, "release_noise", lambda value, scale, rng, draw=None: np.zeros_like(value))
+
+
+@pytest.mark.parametrize("laplace", [False, True])
+def test_magnitudes_resolve_exactly_when_one_window_can_hold_a_significant_count(monkeypatch, laplace):
+    """``resolves_magnitudes`` is the release's own limit: with every entry of a feature in one window
+    and no noise, the window is significant iff ``n`` exceeds ``magnitude_threshold``; at or below it
+    every feature gets the fallback, ``max(own order, 0)`` with nothing significant: 0 for entries
+    at ``2**-5``."""
+    _zero_noise(monkeypatch)
+    budget = {"pure_epsilon": 2.0} if laplace else {"gaussian_mu": 0.8}
+    threshold = scaling.plan_scaling(1000, 2, None, **budget).magnitude_threshold
+    for n in (math.floor(threshold), math.floor(threshold) + 1):
+        plan = scaling.plan_scaling(n, 2, None, **budget)
+        X = np.full((n, 2), 2.0**-5)
+        scales = scaling.release_magnitudes(X, plan, np.random.default_rng(0))
+        assert plan.resolves_magnitudes == (n > threshold)
+        np.testing.assert_array_equal(np.log2(scales), [-5.0, -5.0] if n > threshold else [0.0, 0.0])
+
+
+def test_rows_too_few_for_the_magnitudes_get_one_private_row_bound(wide_scales):
+    """Below the magnitudes' limit the default fit is the ``data_norm='private'`` fit (one row bound,
+    then the moments), the same model and event; above it, per-feature orders of magnitude. The
+    switch reads ``n``, ``d`` and the budget only: rows a million times larger switch alike."""
+    X, y = wide_scales[0][:150] * [1.0, 1e-3, 10.0, 1e-2], wide_scales[1][:150]
+    common = dict(delta=1e-5, classes=[0, 1], random_state=0)
+    for rows in (X, 1e6 * X):
+        small = DPLogisticRegression(epsilon=1.0, **common).fit(rows, y)
+        assert not small._plan_scaling(150, 4).resolves_magnitudes
+        private = DPLogisticRegression(epsilon=1.0, data_norm="private", **common).fit(rows, y)
+        np.testing.assert_array_equal(small.coef_, private.coef_)
+        np.testing.assert_array_equal(small.intercept_, private.intercept_)
+        assert small.dp_event_ == private.dp_event_ and small.data_norm_ == private.data_norm_
+        assert np.unique(small.feature_scales_).size == 1
+        large = DPLogisticRegression(epsilon=30.0, **common).fit(rows, y)
+        assert large._plan_scaling(150, 4).resolves_magnitudes
+        assert not hasattr(large, "data_norm_") and np.unique(large.feature_scales_).size > 1

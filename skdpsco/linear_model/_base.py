@@ -276,10 +276,13 @@ class BaseDPLinearModel(BaseEstimator):
         ``n`` (each feature's noise is that of a dense one, its signal its few non-zeros), and
         the scaling's public clip norm grows with ``sqrt(d)`` where a sparse row's norm grows
         with its non-zeros: on TF-IDF rows the scaled default stayed at the majority class
-        (``benchmarks/results/scale.md``)."""
+        (``benchmarks/results/scale.md``). Likewise on dense rows too few for the budget
+        (:attr:`_resolves_magnitudes` false)."""
         if self.data_norm == "private":
             return True
-        return self._sparse_input and self.data_norm is None and self.feature_scaling is not None
+        if self.data_norm is not None or self.feature_scaling is None:
+            return False
+        return self._sparse_input or not self._resolves_magnitudes
 
     @property
     def _private_target_bound(self) -> bool:
@@ -406,12 +409,14 @@ class BaseDPLinearModel(BaseEstimator):
         l2_penalty = float(self.alpha) / float(self.max_weight) if weighted else float(self.alpha)
         n_samples, n_features = X.shape
         n_columns = n_features + int(self.fit_intercept)
+        rng = _generator(self.random_state, self.secure_noise)
+        secure = is_secure(rng)  # secure mode: grid releases, their events as zCDP (:mod:`skdpsco._secure`)
+        # public: a function of n, d and the budget (read by :attr:`_releases_row_bound`)
+        self._resolves_magnitudes = self._magnitudes_resolvable(n_samples, n_features, secure)
         # One array for the clipped rows and the intercept column (peak memory one copy of X),
         # filled in a uniformly random order drawn here, before any budget is charged: the
         # solvers that read the rows in a random order (``shuffles_rows``) are given that order
         # and stream the copy in sequence.
-        rng = _generator(self.random_state, self.secure_noise)
-        secure = is_secure(rng)  # secure mode: grid releases, their events as zCDP (:mod:`skdpsco._secure`)
         order_rng, task_rng = rng.spawn(2)
         # None: clipped once the orders of magnitude or the private row bound are released
         data_norm = self._data_norm
@@ -641,6 +646,20 @@ class BaseDPLinearModel(BaseEstimator):
             self.data_norm_ = float(_bounds.SCALED_BOUND * feature_scales[0])
         if "target" in bounds:
             self.y_bound_ = float(_bounds.SCALED_BOUND * target_scale)
+
+    def _magnitudes_resolvable(self, n_samples: int, n_features: int, secure: bool) -> bool:
+        """Whether the per-feature orders of magnitude can be released at this size and budget
+        (:attr:`~._scaling.ScalingPlan.resolves_magnitudes`: ``n`` above the count a window needs
+        to be significant). Below it every feature's order would be read from noise, and a
+        feature blown up by a small one dominates every clipped row; ``fit`` then releases one
+        row bound instead, as ``data_norm='private'`` does (:attr:`_releases_row_bound`), which
+        cannot blow a feature up. A public function of ``n``, ``d`` and the budget. The switch
+        is at the release's own limit, not tuned: on the validation sets of
+        ``benchmarks/real.py`` the row bound was at least as good in every cell below it (9 of
+        9, within one paired standard error; ``benchmarks/results/low_signal_validation.md``)."""
+        if not (self._scales_features and self.data_norm is None):
+            return True
+        return self._plan_scaling(n_samples, n_features, False, as_zcdp=secure).resolves_magnitudes
 
     def _plan_scaling(self, n_samples: int, n_features: int, row_bound: bool = False, as_zcdp: bool = False):
         """The plan of the scaling release (:mod:`._scaling`), or ``None`` without scaling: a

@@ -193,6 +193,25 @@ class ScalingPlan:
         return self.noise_scale * (math.sqrt(2.0) if self.laplace else 1.0) / self.n_samples
 
     @property
+    def magnitude_threshold(self) -> float | None:
+        """The noisy count a window of :data:`MAGNITUDE_WINDOW` orders must exceed to set a
+        feature's order (:func:`release_magnitudes`): :data:`MAGNITUDE_THRESHOLD` standard
+        deviations of the window's noise. ``None`` without the magnitudes release."""
+        if self.magnitude_noise is None:
+            return None
+        count_std = self.magnitude_noise * (math.sqrt(2.0) if self.laplace else 1.0)
+        return MAGNITUDE_THRESHOLD * count_std * math.sqrt(MAGNITUDE_WINDOW)
+
+    @property
+    def resolves_magnitudes(self) -> bool:
+        """Whether the magnitudes release can resolve any feature's order at all: a window holds
+        at most ``n`` counts (one entry per row), so with ``n`` at or below
+        :attr:`magnitude_threshold` no window is significant but by its noise, and every
+        feature's order is the fallback of :func:`release_magnitudes`, read from noise. A public
+        function of ``n``, ``d`` and the budget."""
+        return self.magnitude_noise is not None and self.n_samples > self.magnitude_threshold
+
+    @property
     def clip_norm(self) -> float:
         """``C``, the norm the standardised rows are clipped to (:data:`STANDARDISED_NORM_FACTOR`)."""
         return STANDARDISED_NORM_FACTOR * math.sqrt(self.n_features)
@@ -352,8 +371,7 @@ def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
                           laplace=plan.laplace, release=release_noise)
     windows = sum(noisy[:, k: width - MAGNITUDE_WINDOW + 1 + k] for k in range(MAGNITUDE_WINDOW))
     top = np.argmax(windows, axis=1)
-    count_std = plan.magnitude_noise * (math.sqrt(2.0) if plan.laplace else 1.0)
-    significant = windows[np.arange(plan.n_features), top] > MAGNITUDE_THRESHOLD * count_std * math.sqrt(MAGNITUDE_WINDOW)
+    significant = windows[np.arange(plan.n_features), top] > plan.magnitude_threshold
     exponents = top + MAGNITUDE_WINDOW - 1 - MAGNITUDE_RANGE
     fallback = np.floor(np.median(exponents[significant])) if significant.any() else 0.0
     return 2.0 ** np.where(significant, exponents, np.maximum(exponents, fallback))
