@@ -40,8 +40,11 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         orders of magnitude: cheaper, but one feature much larger than the others then
         dominates the bound (``benchmarks/results/private_bounds.md``). ``None``: with
         ``feature_scaling`` the private per-feature orders of magnitude (``row_norm_`` holds the
-        bound used), or on sparse rows one private row bound as with ``'private'`` (see
-        ``feature_scaling``); without it, the fixed norm 1, with a :class:`~skdpsco.PrivacyWarning`
+        bound used), or one private row bound as with ``'private'`` on sparse rows (see
+        ``feature_scaling``) and on rows too few for the magnitudes at the budget (``n`` at or
+        below the count a window of their histogram must exceed to be significant, a public
+        function of ``n``, ``d`` and the budget: the orders would be read from noise,
+        ``benchmarks/results/low_signal.md``); without it, the fixed norm 1, with a :class:`~skdpsco.PrivacyWarning`
         saying so (its text depends on the parameters only). TF-IDF rows
         (``TfidfVectorizer``'s default ``norm='l2'``) have the public bound ``data_norm=1``.
     radius : float or None, default=None

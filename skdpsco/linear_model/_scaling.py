@@ -8,7 +8,10 @@ The data flow of one scaled fit (``BaseDPLinearModel._fit_steps``):
    feature's binary order of magnitude (:func:`release_magnitudes`) gives a power of two ``s_j``
    per feature; the rows become ``x / s`` and the bound is ``B = ROW_NORM_FACTOR sqrt(d)``, public. Raw tables whose
    features differ by orders of magnitude (areas in thousands next to ratios below one) are
-   thereby brought to one scale before any clip; a row clip alone would keep the imbalance;
+   thereby brought to one scale before any clip; a row clip alone would keep the imbalance. On
+   rows too few for the histogram at the budget (:attr:`ScalingPlan.resolves_magnitudes` false:
+   no window can be significant but by noise) ``fit`` releases one row bound instead
+   (:mod:`._bounds`, as ``data_norm='private'``), which cannot blow a feature up;
 1. the rows are clipped to the norm ``B`` (``data_norm`` when the user gives one);
 2. two noisy releases give a mean and a scale per feature (:func:`release_moments`): the sums
    ``sum_i x_i / B`` (l2-sensitivity 2), then the sums of squares ``sum_i u_i**2 / B_c**2`` of the
