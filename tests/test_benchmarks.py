@@ -131,3 +131,19 @@ def test_ledger_harness_times_the_charge_and_checks_the_running_epsilon(tmp_path
         charge_ms, file_ms, epsilon, difference = float(row[2]), float(row[4]), float(row[7]), float(row[8])
         assert charge_ms > 0 and file_ms > 0 and epsilon > 0 and difference <= 1e-9 * epsilon
     assert [int(row[9]) for row in rows] == [1, 1, 5, 5]  # one Gaussian; and four randomized responses
+
+
+def test_low_signal_harness_pairs_both_paths_and_marks_the_switch():
+    from benchmarks import low_signal, real
+
+    iris = real.VALIDATION["iris"]
+    X, y = iris.load()
+    below, above = (low_signal.cell(iris, X, y, epsilon, seeds=2) for epsilon in (0.3, 30.0))
+    assert below["switch"] and below["signal_ratio"] <= 1.0 < above["signal_ratio"] and not above["switch"]
+    for c in (below, above):
+        assert c["paired"] == pytest.approx(np.mean(c["row_bound"] - c["magnitudes"]))
+    # forced magnitudes and the row bound are different fits where the default switches
+    assert not np.array_equal(below["magnitudes"], below["row_bound"])
+    text = low_signal.table([below, above])
+    assert "**row bound**" in text.splitlines()[2] and "| magnitudes |" in text.splitlines()[3]
+    assert low_signal.verdict([below, above]).startswith("Cells where the default takes the row bound: 1;")
