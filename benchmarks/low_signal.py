@@ -66,9 +66,7 @@ def cell(dataset, X, y, epsilon: float, seeds: int) -> dict:
         magnitudes.append(real.scores(forced, X_test, y_test, dataset.task)[metric])
         bounded = _estimator(dataset, epsilon, delta, seed, "private").fit(X_train, y_train)
         row_bound.append(real.scores(bounded, X_test, y_test, dataset.task)[metric])
-    default = _estimator(dataset, epsilon, delta, 0, None)
-    default._sparse_input = False
-    ratio = _signal_ratio(default, *X_train.shape)
+    ratio = _signal_ratio(_estimator(dataset, epsilon, delta, 0, None), *X_train.shape)
     a, b = np.array(magnitudes), np.array(row_bound)
     paired = b / a if metric == "rmse" else b - a
     return {

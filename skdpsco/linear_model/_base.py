@@ -141,6 +141,7 @@ class BaseDPLinearModel(BaseEstimator):
 
     _numeric_targets = True
     _sparse_input = False  # set by each fit from the format of X (public): see _scales_features
+    _resolves_magnitudes = True  # set by each fit from n, d and the budget (public): see _magnitudes_resolvable
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
