@@ -3,6 +3,7 @@
     python -m benchmarks.low_signal                 # the real sets (benchmarks.real.DATASETS)
     python -m benchmarks.low_signal --validation    # the tuning sets, where the rule was chosen
     python -m benchmarks.low_signal --seeds 5 --epsilons 1
+    python -m benchmarks.low_signal --rows normalizer   # rows through Normalizer first (as real.py's second row set)
 
 The feature scaling's first release (:func:`skdpsco.linear_model._scaling.release_magnitudes`) is a
 noisy histogram of every feature's binary orders of magnitude; a window of orders sets a feature's
@@ -14,7 +15,7 @@ There ``fit`` releases one row bound instead (``data_norm='private'``,
 ``BaseDPLinearModel._magnitudes_resolvable``).
 
 For each data set and epsilon (same loaders, splits, deltas and metrics as :mod:`benchmarks.real`,
-raw rows), the defaults with the per-feature magnitudes forced (``magnitudes``) against
+raw rows or, with ``--rows normalizer``, rows through ``Normalizer``), the defaults with the per-feature magnitudes forced (``magnitudes``) against
 ``data_norm='private'`` (``row bound``), paired by seed: the mean difference (row bound minus
 magnitudes; for RMSE the ratio) and its standard error. ``switch`` marks the cells where the
 default takes the row bound. Results: ``benchmarks/results/low_signal[_validation].md``.
@@ -110,6 +111,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--validation", action="store_true", help="the tuning sets (benchmarks.real.VALIDATION)")
     parser.add_argument("--seeds", type=int, default=20, help="splits per cell (default: 20)")
+    parser.add_argument("--rows", choices=sorted(real.ROW_SETS), default="raw",
+                        help="per-row map applied first (default: raw)")
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0],
                         help="privacy budgets (default: 0.3 1 3 10)")
     args = parser.parse_args(argv)
@@ -118,16 +121,18 @@ def main(argv=None):
     cells = []
     for dataset in registry.values():
         X, y = dataset.load()
+        for step in real.ROW_SETS[args.rows]:
+            X = step().fit_transform(X)  # a per-row map: each row's output depends on that row only
         for epsilon in args.epsilons:
             cells.append(cell(dataset, X, y, epsilon, args.seeds))
             print(table(cells[-1:]).splitlines()[-1], flush=True)
     minutes = (time.perf_counter() - start) / 60
-    stem = "low_signal_validation" if args.validation else "low_signal"
+    stem = ("low_signal_validation" if args.validation else "low_signal") + ("" if args.rows == "raw" else f"_{args.rows}")
     text = "\n\n".join([
         f"# The default's row bound below the magnitudes' signal threshold ({stem})",
         f"Machine: {machine_info()}",
-        f"Run: {args.seeds} seeds per cell, raw rows, {minutes:.1f} min. `python -m benchmarks.low_signal"
-        f"{' --validation' if args.validation else ''}`.",
+        f"Run: {args.seeds} seeds per cell, {args.rows} rows, {minutes:.1f} min. `python -m benchmarks.low_signal"
+        f"{' --validation' if args.validation else ''}{'' if args.rows == 'raw' else ' --rows ' + args.rows}`.",
         "Paired by seed; difference row bound minus magnitudes (AUC, accuracy: higher is better) or their "
         "RMSE ratio (below 1 is better). 'default takes' is the rule's choice, a function of n, d and the budget.",
         table(cells),
