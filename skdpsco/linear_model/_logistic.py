@@ -180,7 +180,9 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     radius_ : float
         The radius of the domain actually used (``radius``, or the default rule's).
     data_norm_ : float
-        The released row bound, in the units of ``X`` (``data_norm='private'`` only).
+        The released row bound, in the units of ``X``: with ``data_norm='private'``, and with
+        ``data_norm=None`` where ``fit`` releases one row bound (sparse rows, or rows too few for
+        the per-feature magnitudes at the budget; see ``data_norm``).
 
     Notes
     -----
