@@ -155,11 +155,10 @@ from . import _core
 from ._core import (
     SolverResult,
     clip_rows,
-    iter_batches,
     margin_gradient,
-    order_and_noise_rng,
     projected_noisy_sgd,
     row_norms,
+    rows_and_noise_rng,
 )
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
@@ -484,12 +483,15 @@ def run_ftrl(
 
     ``X`` is anything with ``shape`` whose ``X[rows]`` (``rows`` an index array, or a slice when
     the order is a run of consecutive rows) is a dense row block (an ndarray, or a lazy
-    row reader for data that does not fit in memory).
+    row reader for data that does not fit in memory), or the rows of a Dask fit, streamed a block
+    at a time in a data-independent block-level ``order``
+    (:func:`~skdpsco.solvers._core.rows_and_noise_rng`; the guarantee holds for every fixed
+    order: module docstring, "Privacy").
     """
     n = plan.n_samples
-    rows, noise_rng = order_and_noise_rng(X, n, rng, order)
+    source, noise_rng = rows_and_noise_rng(X, y, n, rng, order)
     gradient = clipped_gradient(problem.loss, plan.clip_norm, float(problem.l2_penalty))
-    batches = iter_batches(X, y, rows, plan.batch_sizes)
+    batches = source.batches(0, plan.batch_sizes)
     shape = tuple(problem.coef_shape)
     if plan.is_noisy_sgd:
         coef = projected_noisy_sgd(

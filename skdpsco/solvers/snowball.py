@@ -35,7 +35,7 @@ import numpy as np
 from ..accounting import amplification_by_iteration_rho, calibrate_zcdp_rho, zcdp_event
 from ..defaults import SNOWBALL_NOISE_MULTIPLIERS as NOISE_MULTIPLIERS
 from ..defaults import snowball_noise_multiplier
-from ._core import SolverResult, iter_batches, order_and_noise_rng, pool_noise, projected_noisy_sgd
+from ._core import SolverResult, pool_noise, projected_noisy_sgd, rows_and_noise_rng
 
 SCHEDULES = ("jnn", "constant")
 
@@ -265,10 +265,10 @@ def run_snowball(
     for every fixed order, ``feldman.md`` pitfall D5; audits use it to place the differing row
     in the worst batch). The noise comes from an independent child generator (pitfall D16).
     """
-    order, noise_rng = order_and_noise_rng(X, int(plan.batch_sizes.sum()), rng, order)
+    source, noise_rng = rows_and_noise_rng(X, y, int(plan.batch_sizes.sum()), rng, order)
     coef = projected_noisy_sgd(
         gradient,
-        iter_batches(X, y, order, plan.batch_sizes),
+        source.batches(0, plan.batch_sizes),
         plan.steps,
         pool_noise(plan.steps, plan.noise_std, noise_every(plan.n_steps)),
         w0,
