@@ -26,9 +26,23 @@ recorded in order, nothing read until a statistic is needed:
 A sum of per-block sums equals the in-memory sum up to the order of floating-point additions (and
 the kernel's row norms the numpy ones up to the order of their sums), so
 a Dask fit with the same seed and plan gives the in-memory model to rounding, with the same
-``dp_event_`` (``tests/test_dask.py``). Only the full-batch solvers run here (:data:`ALGORITHMS`):
-their iterates depend on the rows through full sums only. The one-pass solvers read the rows
-in a random order, one row at a time, which a pass of per-block sums does not provide.
+``dp_event_`` (``tests/test_dask.py``).
+
+The full-batch solvers (:data:`FULL_BATCH_ALGORITHMS`) depend on the rows through full sums only.
+The one-pass solvers (:data:`STREAMED_ALGORITHMS`) read each row once, in an order: they read a
+:class:`RowStream`, the rows mapped block by block where the blocks live and sent to the client one
+block at a time, in a :class:`StreamOrder` drawn before anything is read (the blocks in a uniformly
+random order, the rows of each block in one of their own: the partition-level shuffle,
+:func:`stream_order`). The solvers run the loop they run in memory, on the rows of one block at a
+time (:class:`StreamedBatches`), their state carried across blocks. Their guarantees hold for
+every data-independent order fixed before training (``feldman.md`` pitfall D5; each solver's
+docstring says why), not only for a uniformly random permutation of all rows, which a stream of
+whole blocks does not give; the same order in memory gives the same model, to rounding, and the
+same event (``tests/test_dask.py``). Their utility does depend on the order: on a table stored
+sorted by label (partitions of one class) the partition-level shuffle leaves them far from the
+in-memory fit, while rows sorted within partitions, or by a feature, cost little
+(``benchmarks/results/dask_stream.md``). The other solvers are refused, each with its reason
+(:func:`refusal_reason`).
 """
 
 from __future__ import annotations
@@ -97,7 +111,10 @@ _REFUSALS = {
         "every step reads one row drawn uniformly at random from all of them (its privacy analysis "
         "needs it), which a pass over blocks does not provide."
     ),
-    ("objective_perturbation",): "it minimises the perturbed objective to high accuracy, over many passes of in-memory rows.",
+    ("objective_perturbation",): (
+        "its certified minimisation of the perturbed objective runs on in-memory rows (on Dask rows it "
+        "would be one pass per iteration, and it is not built)."
+    ),
 }
 
 

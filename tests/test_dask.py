@@ -443,3 +443,15 @@ def test_the_refusal_names_exactly_the_algorithms_that_run_on_dask():
             DPLogisticRegression(classes=[0, 1], accountant=ledger, algorithm=algorithm).fit(*lazy)
         assert str(sorted(_dask.ALGORITHMS)) in str(error.value)
         assert len(ledger.history) == 0
+
+
+def test_secure_mode_streams_with_the_operating_systems_generator():
+    # The partition-level shuffle is drawn from the fit's order generator: in secure mode, the
+    # operating system's; the event is the in-memory secure fit's.
+    X, y, _, _ = table()
+    lazy = (da.from_array(X, chunks=(300, 5)), da.from_array(y, chunks=300))
+    params = dict(classes=[0, 1], secure_noise=True, algorithm="phased_sgd")
+    secure = DPLogisticRegression(accountant=PrivacyAccountant(), **params).fit(*lazy)
+    reference = DPLogisticRegression(accountant=PrivacyAccountant(), **params).fit(X, y)
+    assert secure.dp_event_ == reference.dp_event_ and secure.epsilon_ <= 1.0
+    assert secure.score(X, y) > 0.8

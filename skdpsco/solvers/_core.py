@@ -506,7 +506,9 @@ def noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng)
 
     For solvers that run a long schedule chunk by chunk in bounded memory (a chunk's rows drawn
     just before it runs, :mod:`skdpsco.solvers.holder`): consecutive calls on consecutive chunks
-    give the iterates of one call on the whole schedule.
+    give the iterates of one call on the whole schedule. Streamed batches
+    (:class:`skdpsco._dask.StreamedBatches`, the rows of a Dask fit) are run that way, one call per
+    piece of rows in memory.
     """
     if getattr(batches, "is_streamed", False):  # rows streamed in pieces (:class:`skdpsco._dask.StreamedBatches`)
         for piece, steps_of_piece in batches.pieces():

@@ -36,6 +36,13 @@ Gaussian release per row:
   (the PLD accountant is exact for one Gaussian release: §3.5, preference 1). It depends on neither
   ``n`` nor ``d`` nor the schedule, and holds at every prefix of the stream (anytime, §2.5).
 
+The argument never uses the order of the rows: whichever step reads a row, that step is one
+Gaussian mechanism given the past and the others are the same under both neighbours, so every
+order fixed before training and independent of the data gives the same event (pitfall D5 of
+``feldman.md``; ``ftrl_mirror.md`` §6.3 item 9: "Privacy does not depend on order under
+single-use accounting"). The rows of a Dask fit are therefore streamed in the public order of
+their blocks (:class:`skdpsco._dask.RowStream`), with the in-memory event.
+
 Geometry is post-processing (§3.5, "l_p/l_q geometry (sound)"): the potential, the mirror map and
 ``W`` do not change the guarantee. For the l_p and l1 geometries the noise is still isotropic
 Gaussian calibrated to the **l2** sensitivity (the spec's recommended route); the dual norm

@@ -17,6 +17,19 @@ guarantee of the whole release is therefore exactly ``gaussian_event(sigma_unit,
 (epsilon, delta) by the PLD accountant (:func:`~skdpsco.accounting.gaussian_noise_multiplier`). Output perturbation
 allows any function of the phase's path to be released, so averaging is allowed (§A9).
 
+Row order: any order fixed before training, so Dask rows stream. The privacy argument above
+never uses the order being random: for a row at any position, the phases before its phase do not
+depend on it, its phase's output is one Gaussian mechanism of sensitivity ``Delta_i`` given its
+start, and the later phases are post-processing, whichever rows the phases hold, provided the
+split into phases does not depend on the data (pitfall D5). There is no amplification by
+shuffling or sampling to lose. So the rows of a Dask fit are read in the public order of its
+blocks (:class:`skdpsco._dask.RowStream`: the blocks, and the rows of each, in a seeded
+data-independent order), a phase spanning as many blocks as it needs with its iterate and average
+carried across them, and the event is the in-memory one. The same holds for the strongly convex
+reduction (disjoint epochs of Phased-SGD, parallel composition). Phased-ERM is refused on Dask
+rows: its certified solver reads a phase's rows many times (:data:`skdpsco._dask.ALGORITHMS`).
+Utility does depend on the order (``benchmarks/results/dask_stream.md``).
+
 Choices made here, each derived in the spec or below:
 
 * **Leftover rows.** ``sum_i floor(n / 2**i) = n - popcount(n)``; the ``popcount(n) <= log2(n) + 1``

@@ -30,6 +30,18 @@ Every guarantee here is amplification by iteration, which covers the last iterat
 average of iterates can be far less private (FKT20 §6, ``feldman.md`` §A9, pitfall D1). These
 solvers therefore have no averaging option; they call the shared core with ``average=False``.
 
+Row order and Dask rows
+-----------------------
+FMTT's per-index bounds (Thm 23, 24, 35) hold for a row at each position of a fixed order, and the
+central guarantee is their maximum over positions (the last): no step of the proofs averages over
+the order, so every order fixed before training and independent of the data gives the same
+event (pitfall D5). PNSGD, Skip-PNSGD (``t0`` is drawn independently of the rows and is public)
+and Multi-pass PNSGD (the same order every pass, as Thm 35 assumes) therefore stream the rows of a
+Dask fit in the public order of their blocks (:class:`skdpsco._dask.RowStream`), the multi-pass
+one reading every block once per pass. Stop-PNSGD is refused on Dask rows: its guarantee needs
+the stopping time ``T`` secret, and the blocks a cluster computes (its task stream, its logs) would
+show how far the pass went.
+
 Randomness
 ----------
 ``rng`` is split into three independent children (pitfall D16): the row order (a uniformly random

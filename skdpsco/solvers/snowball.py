@@ -5,6 +5,14 @@ disjoint batches whose sizes grow towards the end, with Gaussian noise on every 
 gradient; only the last iterate is released, and its privacy comes from amplification by
 iteration (:func:`skdpsco.accounting.amplification_by_iteration_rho`), a zCDP bound.
 
+Row order: the guarantee holds for every assignment of the rows to the batches fixed before
+training (pitfall D5), not only for a uniformly random one. Amplification by iteration bounds the
+divergence caused by a row in batch ``t`` by ``alpha s_t**2 / (2 sum_{s >= t} tau_s**2)`` (FKT Cor
+2.14 from FMTT Thm 22), whatever rows the other batches hold, and the event takes the maximum
+over ``t``: the worst position. Nothing is amplified by the randomness of the order, so the rows of
+a Dask fit stream in the public order of their blocks (:class:`skdpsco._dask.RowStream`), batches
+that cross a block boundary read across it, with the in-memory event.
+
 Choices made here, each derived in the spec:
 
 * batch sizes are the exact privacy calibration of §A1 (``B_t`` the smallest integer with
