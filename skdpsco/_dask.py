@@ -26,12 +26,28 @@ recorded in order, nothing read until a statistic is needed:
 A sum of per-block sums equals the in-memory sum up to the order of floating-point additions (and
 the kernel's row norms the numpy ones up to the order of their sums), so
 a Dask fit with the same seed and plan gives the in-memory model to rounding, with the same
-``dp_event_`` (``tests/test_dask.py``). Only the full-batch solvers run here (:data:`ALGORITHMS`):
-their iterates depend on the rows through full sums only. The one-pass solvers read the rows
-in a random order, one row at a time, which a pass of per-block sums does not provide.
+``dp_event_`` (``tests/test_dask.py``).
+
+The full-batch solvers (:data:`FULL_BATCH_ALGORITHMS`) depend on the rows through full sums only.
+The one-pass solvers (:data:`STREAMED_ALGORITHMS`) read each row once, in an order: they read a
+:class:`RowStream`, the rows mapped block by block where the blocks live and sent to the client one
+block at a time, in a :class:`StreamOrder` drawn before anything is read (the blocks in a uniformly
+random order, the rows of each block in one of their own: the partition-level shuffle,
+:func:`stream_order`). The solvers run the loop they run in memory, on the rows of one block at a
+time (:class:`StreamedBatches`), their state carried across blocks. Their guarantees hold for
+every data-independent order fixed before training (``feldman.md`` pitfall D5; each solver's
+docstring says why), not only for a uniformly random permutation of all rows, which a stream of
+whole blocks does not give; the same order in memory gives the same model, to rounding, and the
+same event (``tests/test_dask.py``). Their utility does depend on the order: on a table stored
+sorted by label (partitions of one class) the partition-level shuffle leaves them far from the
+in-memory fit, while rows sorted within partitions, or by a feature, cost little
+(``benchmarks/results/dask_stream.md``). The other solvers are refused, each with its reason
+(:func:`refusal_reason`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import dask
 import dask.array as da
@@ -43,20 +59,71 @@ from .solvers._core import clip_rows
 
 __all__ = [
     "ALGORITHMS",
+    "FULL_BATCH_ALGORITHMS",
+    "STREAMED_ALGORITHMS",
+    "RowStream",
     "Rows",
+    "StreamOrder",
+    "StreamedBatches",
     "all_finite",
     "block_sum",
     "count_outside",
     "label_indices",
     "magnitude_counts",
     "map_rows",
+    "refusal_reason",
+    "stream_order",
     "validate",
     "with_constant_column",
 ]
 
-ALGORITHMS = frozenset({"noisy_gd", "newton"})
-"""The algorithms that run on Dask collections: full-batch gradient descent and the private
-Newton method, whose every step is one :func:`block_sum` over the rows."""
+FULL_BATCH_ALGORITHMS = frozenset({"noisy_gd", "newton"})
+"""Full-batch gradient descent and the private Newton method: every step is one :func:`block_sum`
+over the rows."""
+
+STREAMED_ALGORITHMS = frozenset({
+    "phased_sgd", "strongly_convex", "snowball", "snowball_constant", "pnsgd", "skip_pnsgd",
+    "multipass_pnsgd", "ftrl",
+})
+"""The one-pass solvers, which read the rows in a :class:`RowStream` (block by block in a
+:class:`StreamOrder`). Each one's guarantee holds for every order of the rows fixed before
+training and independent of the data (``feldman.md`` pitfall D5), not only for a uniformly random
+one: none amplifies by shuffling or sampling over the order. Why, for each (their docstrings
+say it too): Phased-SGD and its strongly convex reduction, one Gaussian output release per row
+whatever its phase and position (parallel composition over disjoint phases); Snowball and the
+PNSGD passes, amplification by iteration bounded for every position of the row (the worst
+position is taken: FKT Cor 2.14 / FMTT Thm 22 per batch, Thm 23 / 24 / 35); FTRL, one Gaussian
+release per row by adaptive composition whatever step reads it (``ftrl_mirror.md`` §3.5)."""
+
+ALGORITHMS = FULL_BATCH_ALGORITHMS | STREAMED_ALGORITHMS
+"""The ``algorithm=`` names that run on Dask collections; ``fit`` refuses the others before
+anything is charged, with :func:`refusal_reason`."""
+
+_REFUSALS = {
+    ("phased_erm", "localization", "epoch_growth"): (
+        "each phase solves a problem on its rows to a certified accuracy, reading them many times, so "
+        "a phase's rows (half of them in the first phase) would have to be held in the client."
+    ),
+    ("stop_pnsgd",): (
+        "its stopping time is secret, and the blocks a cluster computes would show how far the pass went."
+    ),
+    ("output_perturbation", "gradient_perturbation"): (
+        "every step reads one row drawn uniformly at random from all of them (its privacy analysis "
+        "needs it), which a pass over blocks does not provide."
+    ),
+    ("objective_perturbation",): (
+        "its certified minimisation of the perturbed objective runs on in-memory rows (on Dask rows it "
+        "would be one pass per iteration, and it is not built)."
+    ),
+}
+
+
+def refusal_reason(algorithm: str) -> str:
+    """Why ``algorithm`` (not in :data:`ALGORITHMS`) does not run on Dask collections."""
+    for names, reason in _REFUSALS.items():
+        if algorithm in names:
+            return reason
+    raise ValueError(f"algorithm={algorithm!r} runs on Dask collections or is unknown.")
 
 SUB_BLOCK_ROWS = 2048
 """Rows of a sub-block of :func:`_block_statistic`: 2048 rows of 101 float64 columns are 1.6 MB,
@@ -271,6 +338,168 @@ def _add(first, second=None):
     if isinstance(first, tuple):
         return tuple(_add(a, b) for a, b in zip(first, second))
     return None if first is None else first + second
+
+
+@dataclass(frozen=True)
+class StreamOrder:
+    """The public order in which a one-pass solver reads the rows of a Dask fit (:class:`RowStream`).
+
+    ``blocks``: the source's row blocks in reading order (a permutation of their indices);
+    ``seeds``: one seed per source block (by block index) of the permutation of the block's rows
+    (``numpy.random.default_rng(seed).permutation``, drawn where the block is computed), or
+    ``None`` to read every block's rows as stored. Drawn before anything is read, never from the
+    data (:func:`stream_order`); it lives in the client as ``O(number of blocks)`` integers.
+    """
+
+    blocks: np.ndarray
+    seeds: np.ndarray | None = None
+
+
+def stream_order(chunks: tuple, rng: np.random.Generator | None = None) -> StreamOrder:
+    """The reading order of row blocks of sizes ``chunks``: with ``rng``, the partition-level shuffle
+    (the blocks in a uniformly random order, the rows of each block in a uniformly random order of
+    their own); without, the rows as stored, block after block.
+
+    The estimators draw it from the fit's order generator, as in memory they draw the permutation
+    of the rows: neither is a uniformly random order of all rows here (a row's block stays whole),
+    and no solver that streams Dask rows needs one (:data:`ALGORITHMS`). The seeds are drawn as
+    integers (bits of the generator), not spawned children: the fit's later ``spawn`` calls on the
+    same generator are those of an in-memory fit."""
+    n_blocks = len(chunks)
+    if rng is None:
+        return StreamOrder(np.arange(n_blocks))
+    blocks = rng.permutation(n_blocks)
+    return StreamOrder(blocks, rng.integers(0, 2**63, size=n_blocks))
+
+
+class RowStream:
+    """The rows of a Dask fit as a one-pass solver's row source (:class:`skdpsco.solvers._core.ArrayRows`
+    is the in-memory one): read in the :class:`StreamOrder` ``order``, one block at a time.
+
+    A block is computed where it lives, with the rows' maps of :class:`Rows` (the clip, the
+    scaling's maps, the intercept column) and its rows permuted as ``order`` says
+    (:func:`_stream_block`), and reaches the client as the in-memory rows would be: C-contiguous
+    float64, its labels alongside. The client keeps the last block it read, and copies the rows
+    of a batch that straddles two blocks: it holds one block (plus one batch) and the model. Each
+    pass over the rows computes every block once; nothing is persisted.
+    """
+
+    def __init__(self, X: Rows, y, order: StreamOrder):
+        sizes = np.asarray(X.chunks[0], dtype=np.int64)
+        blocks = np.asarray(order.blocks)
+        if sorted(blocks.tolist()) != list(range(sizes.size)):
+            raise ValueError(f"order must list each of the {sizes.size} row blocks once.")
+        self._order = order
+        self._spec = X.spec
+        self._X_blocks = X.source.to_delayed().ravel()
+        self._y_blocks = y.rechunk((X.chunks[0],)).to_delayed().ravel()
+        self._sizes = sizes
+        self.offsets = np.concatenate(([0], np.cumsum(sizes[blocks])))  # stream position of each block
+        self._cached = (None, None, None)  # (position in the reading order, rows, labels)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.offsets[-1])
+
+    def _block(self, position: int) -> tuple:
+        """The rows and labels of the block at ``position`` of the reading order (the last one read
+        is kept)."""
+        if self._cached[0] != position:
+            index = int(self._order.blocks[position])
+            seed = None if self._order.seeds is None else int(self._order.seeds[index])
+            task = dask.delayed(_stream_block)(self._X_blocks[index], self._y_blocks[index], self._spec, seed)
+            self._cached = (None, None, None)  # release the previous block before computing the next
+            self._cached = (position, *dask.compute(task)[0])
+        return self._cached[1:]
+
+    def rows(self, first: int, stop: int) -> tuple:
+        """``(X_rows, y_rows)``: the rows at positions ``first .. stop - 1`` of the reading order, in
+        memory (a view of one block, or the parts of consecutive blocks copied together)."""
+        parts = []
+        position = int(np.searchsorted(self.offsets, first, side="right")) - 1
+        while first < stop:
+            start = int(self.offsets[position])
+            end = min(stop, int(self.offsets[position + 1]))
+            if end > first:
+                # rows of earlier blocks (at most a batch) are copied before the next block replaces them
+                parts = [(X.copy(), y.copy()) for X, y in parts]
+                X_block, y_block = self._block(position)
+                parts.append((X_block[first - start:end - start], y_block[first - start:end - start]))
+                first = end
+            position += 1
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate([X for X, _ in parts]), np.concatenate([y for _, y in parts])
+
+    def batches(self, first: int, batch_sizes, passes: int = 1) -> StreamedBatches:
+        """Consecutive disjoint batches of ``batch_sizes`` rows from position ``first`` of the reading
+        order (``passes`` times over the same rows), read a block at a time (:class:`StreamedBatches`)."""
+        return StreamedBatches(self, int(first), np.asarray(batch_sizes, dtype=np.int64), int(passes))
+
+
+class StreamedBatches:
+    """Batches of a :class:`RowStream`: for the SGD loop of :func:`skdpsco.solvers._core.noisy_sgd_steps`,
+    :meth:`pieces`, each a :class:`~skdpsco.solvers._core.RowBatches` over rows in memory and the
+    slice of the steps it holds; iterating yields the batches one by one, as a ``RowBatches`` does.
+
+    A piece is the batches that end inside one block (a view of it), or one batch that crosses the
+    end of a block (its rows copied together), and the loop over the pieces gives the iterates of
+    one loop over all the batches (consecutive calls of
+    :func:`~skdpsco.solvers._core.noisy_sgd_steps` on consecutive steps; the noise is drawn in the
+    same order)."""
+
+    is_streamed = True
+
+    def __init__(self, stream: RowStream, first: int, batch_sizes: np.ndarray, passes: int):
+        self.stream, self.first, self.batch_sizes, self.passes = stream, first, batch_sizes, passes
+
+    def pieces(self):
+        from .solvers._core import RowBatches
+
+        per_pass = self.batch_sizes.size // self.passes
+        for repeat in range(self.passes):
+            sizes = self.batch_sizes[repeat * per_pass:(repeat + 1) * per_pass]
+            i, start = 0, self.first
+            while i < sizes.size:
+                block_end = int(self.stream.offsets[np.searchsorted(self.stream.offsets, start, side="right")])
+                count, end = _batches_to(sizes, i, start, block_end)
+                X, y = self.stream.rows(start, end)
+                yield (RowBatches(X, y, np.arange(X.shape[0]), sizes[i:i + count]),
+                       slice(repeat * per_pass + i, repeat * per_pass + i + count))
+                del X, y  # the caller has run the piece: the block can go before the next is computed
+                i, start = i + count, end
+
+    def __iter__(self):
+        """The batches ``(X_batch, y_batch)`` one by one, read a piece at a time (for loops other than
+        :func:`~skdpsco.solvers._core.noisy_sgd_steps`, e.g. FTRL's dual averaging)."""
+        for piece, _ in self.pieces():
+            yield from piece
+
+
+def _batches_to(sizes: np.ndarray, first: int, start: int, target: int) -> tuple:
+    """``(count, end)``: the batches from ``sizes[first]`` on whose rows, from position ``start``,
+    end at or before ``target`` (at least one: a batch that crosses ``target`` alone), and the
+    position after them. Sums a window of the sizes that doubles until it passes ``target``: the
+    work and the memory are those of the batches counted (a schedule may be a broadcast view of
+    one size)."""
+    window = 1024
+    while True:
+        ends = start + np.cumsum(sizes[first:first + window])
+        count = int(np.searchsorted(ends, target, side="right"))
+        if count < ends.size or first + window >= sizes.size:
+            count = max(count, 1)
+            return count, int(ends[count - 1])
+        window *= 2
+
+
+def _stream_block(raw: np.ndarray, y: np.ndarray, spec: tuple, seed: int | None) -> tuple:
+    """One block of a :class:`RowStream`: its rows (permuted by ``default_rng(seed)`` when ``seed``
+    is given) mapped by :func:`_transformed` into a new C-contiguous float64 array, and its labels
+    in the same order."""
+    if seed is not None:
+        permutation = np.random.default_rng(seed).permutation(raw.shape[0])
+        raw, y = raw[permutation], y[permutation]
+    return _transformed(np.asarray(raw), spec, np.empty((raw.shape[0], spec[2]))), np.asarray(y)
 
 
 def magnitude_counts(X) -> np.ndarray:

@@ -424,8 +424,13 @@ class BaseDPLinearModel(BaseEstimator):
         row_bound = self._releases_row_bound
         fill = self._solver_data_norm if self.fit_intercept else None
         bound = np.inf if data_norm is None else data_norm
-        if dask_input:  # a lazy map of the row blocks; the full-batch solvers need no order
+        if dask_input:  # a lazy map of the row blocks, read in the order of its blocks
             rows = clip_rows(X, bound)
+            # the one-pass solvers read the blocks in a uniformly random order, the rows of each in
+            # their own: drawn here too, from the same generator (the full-batch solvers need none)
+            from .. import _dask
+
+            order = _dask.stream_order(X.chunks[0], order_rng)
         else:
             order = order_rng.permutation(n_samples)
             rows = clipped_rows_in_order(X, order, bound, fill=None if late_intercept else fill)
@@ -540,7 +545,8 @@ class BaseDPLinearModel(BaseEstimator):
         if late_intercept and fill is not None:
             rows = with_constant_column(rows, fill)
         task_rngs = task_rng.spawn(len(tasks))
-        in_sequence = {"order": np.arange(n_samples)} if getattr(solver, "shuffles_rows", False) else {}
+        # in memory the rows are already in their random order; Dask rows are read in ``order``
+        in_sequence = {"order": order if dask_input else np.arange(n_samples)} if getattr(solver, "shuffles_rows", False) else {}
         run_problem = task_problem  # planned on the loss of one row: its constants hold for weighted rows too
         if weights is not None:
             tasks = [weighted_targets(task, weights) for task in tasks]
@@ -587,15 +593,15 @@ class BaseDPLinearModel(BaseEstimator):
         return X, y
 
     def _check_dask_algorithm(self, algorithm: str) -> None:
-        """Refuse, before anything is charged, an algorithm that does not run on Dask rows."""
+        """Refuse, before anything is charged, an algorithm that does not run on Dask rows
+        (:data:`skdpsco._dask.ALGORITHMS` names those that do), with the reason."""
         from .. import _dask
 
         if algorithm not in _dask.ALGORITHMS:
             chosen = f"algorithm='auto' chose {algorithm!r}" if self.algorithm == "auto" else f"algorithm={algorithm!r}"
             raise ValueError(
-                f"{chosen}, which does not run on Dask collections: its rows are read one at a time "
-                f"in a random order. Pass algorithm= one of {sorted(_dask.ALGORITHMS)} (full-batch, one "
-                "pass of per-block sums per step), or fit in-memory rows."
+                f"{chosen}, which does not run on Dask collections: {_dask.refusal_reason(algorithm)} "
+                f"Pass algorithm= one of {sorted(_dask.ALGORITHMS)}, or fit in-memory rows."
             )
 
     def _budget_mu(self, as_zcdp: bool = False) -> float:
@@ -888,10 +894,15 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask.array.Array, dask.dataframe.DataFrame} of shape (n_samples, n_features)
             Training rows: dense, or a scipy sparse matrix (CSR, CSC and the other formats are
             converted to canonical CSR, never densified; every algorithm runs on it, see
-            ``feature_scaling`` for what changes).
+            ``feature_scaling`` for what changes), or a Dask collection (the ``dask`` extra), read
+            block by block where the blocks live: the full-batch algorithms and the one-pass ones
+            of ``skdpsco._dask.ALGORITHMS`` run on it, the others are refused. The one-pass ones
+            read whole partitions, in a shuffled order, each partition's rows shuffled: the same
+            guarantee, but on a table stored sorted by label their model is far from the
+            in-memory one (user guide, "Data larger than memory: Dask").
         y : array-like of shape (n_samples,)
             Labels, all in ``classes`` when it is given.
         sample_weight : array-like of shape (n_samples,), float or None, default=None

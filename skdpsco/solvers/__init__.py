@@ -276,13 +276,17 @@ def select_algorithm(problem: Problem, constraint: str = "l2", rows: str = "dens
       thousandths of the optimum on an ill-conditioned validation family, and on data whose
       geometry no public quantity reveals.
     * Sparse rows (``rows='sparse'``, a CSR input: its format is public) and Dask collections
-      (``rows='dask'``, which run the full-batch solvers only, :data:`skdpsco._dask.ALGORITHMS`):
+      (``rows='dask'``: :data:`skdpsco._dask.ALGORITHMS`, the full-batch solvers and the one-pass
+      solvers that stream):
       noisy GD whatever its planned work. The dense estimate ``n p T`` does not apply to sparse
       rows (a step costs the stored entries plus ``p`` noise draws), and on TF-IDF rows
       (``n = 2 10^4``, ``p = 2^18``, ``data_norm=1``, 2 seeds) noisy GD had the best accuracy, 0.88 /
       0.96 at epsilon 1 / 3 against Phased-SGD's 0.77 / 0.85 and Snowball's 0.76 / 0.89, every fit
       under 0.2 s on the compiled CSR loop (``benchmarks/results/scale.md`` for the defaults). On
-      Dask collections the one-pass solvers do not run.
+      Dask collections ``'auto'`` never picks a one-pass solver: they read the partitions whole, and
+      on a table stored class by class a partition-level shuffle leaves them far from the
+      in-memory fit (``benchmarks/results/dask_stream.md``); the full-batch solvers do not
+      depend on the order.
     * Above the work cap, an L2 penalty (``l2_penalty > 0``) makes the objective strongly convex:
       the reduction of FKT20 §5 (``'strongly_convex'``, ``feldman.md`` §A8a), which is Phased-SGD
       itself when the penalty is too weak to need more than one epoch.

@@ -277,6 +277,68 @@ def order_and_noise_rng(X: np.ndarray, n_rows: int, rng: np.random.Generator, or
     return row_order(n_rows, order_rng, order), noise_rng
 
 
+class ArrayRows:
+    """In-memory rows read in a fixed order: the row source of an in-memory run.
+
+    A row source is what the one-pass solvers read their rows from: ``n_rows``, and
+    :meth:`batches`, consecutive disjoint batches of the rows at positions ``first, first + 1,
+    ...`` of the source's reading order, for :func:`projected_noisy_sgd` / :func:`noisy_sgd_steps`.
+    Here the order is a permutation of the rows of ``X`` (:func:`row_order`) and the batches are
+    one :class:`RowBatches` over ``X`` (read in place by the compiled loop). The other source is
+    :class:`skdpsco._dask.RowStream`, the rows of a Dask collection read a block at a time; the
+    solvers run the same code on both (:func:`rows_and_noise_rng`).
+    """
+
+    def __init__(self, X, y: np.ndarray, order: np.ndarray):
+        self.X, self.y, self.order = X, y, order
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.order.size)
+
+    def rows(self, first: int, stop: int) -> tuple:
+        """``(X_rows, y_rows)``: the rows at positions ``first .. stop - 1`` of the order, in
+        memory (for solvers that read a phase's rows many times, e.g. Phased-ERM)."""
+        rows = self.order[first:stop]
+        if rows.size and np.array_equal(rows, np.arange(rows[0], rows[0] + rows.size)):
+            rows = slice(int(rows[0]), int(rows[0]) + rows.size)  # a run of rows: views, no copy
+        return self.X[rows], self.y[rows]
+
+    def batches(self, first: int, batch_sizes, passes: int = 1) -> RowBatches:
+        """Consecutive disjoint batches of ``batch_sizes`` rows from position ``first`` of the order
+        (``passes`` times over the same rows, for multi-pass algorithms)."""
+        batch_sizes = np.asarray(batch_sizes, dtype=np.int64)
+        rows = self.order[first:first + int(batch_sizes.sum()) // passes]
+        return RowBatches(self.X, self.y, np.tile(rows, passes) if passes > 1 else rows, batch_sizes)
+
+
+def row_source(X, y, n_rows: int, order_rng: np.random.Generator, order=None):
+    """The row source a one-pass solver reads: in-memory rows (:class:`ArrayRows`) in
+    ``row_order(n_rows, order_rng, order)``, or the rows of a Dask fit
+    (:class:`skdpsco._dask.Rows`, with ``y`` a Dask array) streamed a block at a time
+    (:class:`skdpsco._dask.RowStream`) in the block-level order ``order``
+    (:class:`skdpsco._dask.StreamOrder`; ``None``: one drawn from ``order_rng``,
+    :func:`skdpsco._dask.stream_order`). Refuses rows that are not the ``n_rows`` the plan was
+    made for.
+
+    Either order is fixed before any row is read and independent of the data: the guarantee of
+    every solver that reads its rows here holds for every such order (``feldman.md`` pitfall D5;
+    the solvers that stream Dask rows say why in their docstrings, :data:`skdpsco._dask.ALGORITHMS`)."""
+    if X.shape[0] != n_rows:
+        raise ValueError(f"The plan is for {n_rows} rows; got {X.shape[0]}.")
+    if is_dask(X):
+        return _dask().RowStream(X, y, order if order is not None else _dask().stream_order(X.chunks[0], order_rng))
+    return ArrayRows(X, y, row_order(n_rows, order_rng, order))
+
+
+def rows_and_noise_rng(X, y, n_rows: int, rng: np.random.Generator, order=None) -> tuple:
+    """The start of a one-pass solver run: split ``rng`` into independent children for the order
+    and the noise (pitfall D16) and return ``(row_source(X, y, n_rows, order_rng, order),
+    noise_rng)`` (:func:`row_source`), as :func:`order_and_noise_rng` does for an order."""
+    order_rng, noise_rng = rng.spawn(2)
+    return row_source(X, y, n_rows, order_rng, order), noise_rng
+
+
 def gaussian_noise(rng: np.random.Generator, std, shape: tuple) -> np.ndarray:
     """The one place privacy noise is drawn: ``N(0, std**2)`` in float64.
 
@@ -444,9 +506,15 @@ def noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng)
 
     For solvers that run a long schedule chunk by chunk in bounded memory (a chunk's rows drawn
     just before it runs, :mod:`skdpsco.solvers.holder`): consecutive calls on consecutive chunks
-    give the iterates of one call on the whole schedule.
+    give the iterates of one call on the whole schedule. Streamed batches
+    (:class:`skdpsco._dask.StreamedBatches`, the rows of a Dask fit) are run that way, one call per
+    piece of rows in memory.
     """
-    if uses_kernel(gradient, batches, w):
+    if getattr(batches, "is_streamed", False):  # rows streamed in pieces (:class:`skdpsco._dask.StreamedBatches`)
+        for piece, steps_of_piece in batches.pieces():
+            noisy_sgd_steps(gradient, piece, steps[steps_of_piece], noise_stds[steps_of_piece], w, total, radius, rng)
+            del piece  # its rows are released before the next piece is read
+    elif uses_kernel(gradient, batches, w):
         _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng)
     else:
         _reference_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng)

@@ -36,6 +36,13 @@ Gaussian release per row:
   (the PLD accountant is exact for one Gaussian release: §3.5, preference 1). It depends on neither
   ``n`` nor ``d`` nor the schedule, and holds at every prefix of the stream (anytime, §2.5).
 
+The argument never uses the order of the rows: whichever step reads a row, that step is one
+Gaussian mechanism given the past and the others are the same under both neighbours, so every
+order fixed before training and independent of the data gives the same event (pitfall D5 of
+``feldman.md``; ``ftrl_mirror.md`` §6.3 item 9: "Privacy does not depend on order under
+single-use accounting"). The rows of a Dask fit are therefore streamed in the public order of
+their blocks (:class:`skdpsco._dask.RowStream`), with the in-memory event.
+
 Geometry is post-processing (§3.5, "l_p/l_q geometry (sound)"): the potential, the mirror map and
 ``W`` do not change the guarantee. For the l_p and l1 geometries the noise is still isotropic
 Gaussian calibrated to the **l2** sensitivity (the spec's recommended route); the dual norm
@@ -155,11 +162,10 @@ from . import _core
 from ._core import (
     SolverResult,
     clip_rows,
-    iter_batches,
     margin_gradient,
-    order_and_noise_rng,
     projected_noisy_sgd,
     row_norms,
+    rows_and_noise_rng,
 )
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
@@ -484,12 +490,15 @@ def run_ftrl(
 
     ``X`` is anything with ``shape`` whose ``X[rows]`` (``rows`` an index array, or a slice when
     the order is a run of consecutive rows) is a dense row block (an ndarray, or a lazy
-    row reader for data that does not fit in memory).
+    row reader for data that does not fit in memory), or the rows of a Dask fit, streamed a block
+    at a time in a data-independent block-level ``order``
+    (:func:`~skdpsco.solvers._core.rows_and_noise_rng`; the guarantee holds for every fixed
+    order: module docstring, "Privacy").
     """
     n = plan.n_samples
-    rows, noise_rng = order_and_noise_rng(X, n, rng, order)
+    source, noise_rng = rows_and_noise_rng(X, y, n, rng, order)
     gradient = clipped_gradient(problem.loss, plan.clip_norm, float(problem.l2_penalty))
-    batches = iter_batches(X, y, rows, plan.batch_sizes)
+    batches = source.batches(0, plan.batch_sizes)
     shape = tuple(problem.coef_shape)
     if plan.is_noisy_sgd:
         coef = projected_noisy_sgd(

@@ -17,6 +17,19 @@ guarantee of the whole release is therefore exactly ``gaussian_event(sigma_unit,
 (epsilon, delta) by the PLD accountant (:func:`~skdpsco.accounting.gaussian_noise_multiplier`). Output perturbation
 allows any function of the phase's path to be released, so averaging is allowed (§A9).
 
+Row order: any order fixed before training, so Dask rows stream. The privacy argument above
+never uses the order being random: for a row at any position, the phases before its phase do not
+depend on it, its phase's output is one Gaussian mechanism of sensitivity ``Delta_i`` given its
+start, and the later phases are post-processing, whichever rows the phases hold, provided the
+split into phases does not depend on the data (pitfall D5). There is no amplification by
+shuffling or sampling to lose. So the rows of a Dask fit are read in the public order of its
+blocks (:class:`skdpsco._dask.RowStream`: the blocks, and the rows of each, in a seeded
+data-independent order), a phase spanning as many blocks as it needs with its iterate and average
+carried across them, and the event is the in-memory one. The same holds for the strongly convex
+reduction (disjoint epochs of Phased-SGD, parallel composition). Phased-ERM is refused on Dask
+rows: its certified solver reads a phase's rows many times (:data:`skdpsco._dask.ALGORITHMS`).
+Utility does depend on the order (``benchmarks/results/dask_stream.md``).
+
 Choices made here, each derived in the spec or below:
 
 * **Leftover rows.** ``sum_i floor(n / 2**i) = n - popcount(n)``; the ``popcount(n) <= log2(n) + 1``
@@ -45,7 +58,7 @@ Choices made here, each derived in the spec or below:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -53,7 +66,7 @@ import numpy as np
 
 from .._secure import noisy_release
 from ..accounting import gaussian_event, gaussian_noise_multiplier
-from ._core import SolverResult, iter_batches, margin_gradient, order_and_noise_rng, project_to_ball, projected_noisy_sgd
+from ._core import SolverResult, margin_gradient, project_to_ball, projected_noisy_sgd, rows_and_noise_rng
 from .erm import certified_iterations, certified_minimize
 
 if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
@@ -416,18 +429,20 @@ def plan_strongly_convex(problem: Problem, average: bool) -> StronglyConvexPlan:
 
 # -- running --------------------------------------------------------------------------------------------
 
-PhaseSolver = Callable[[int, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+PhaseSolver = Callable[[int, np.ndarray, int], np.ndarray]
 
 
 def _release_phases(
     plan: PhasedPlan,
-    blocks: Iterable[tuple[np.ndarray, np.ndarray]],
+    first: int,
     w0: np.ndarray,
     radius: float,
     noise_rng: np.random.Generator,
     solve: PhaseSolver,
 ) -> np.ndarray:
-    """Run the phases: ``w_i = solve(i, Pi_K(w_{i-1}), block_i) + N(0, sigma_i**2 I)``; return ``Pi_K(w_k)``.
+    """Run the phases: ``w_i = solve(i, Pi_K(w_{i-1}), first_i) + N(0, sigma_i**2 I)``, where phase
+    ``i`` reads the ``plan.sizes[i]`` rows from position ``first_i`` of the row source (``first``
+    for the first phase, then consecutive); return ``Pi_K(w_k)``.
 
     The noise is drawn by :func:`skdpsco.solvers._core.release_noise` from
     :func:`~skdpsco.solvers._core.gaussian_noise`, the one noise source (looked up on the module at
@@ -435,23 +450,26 @@ def _release_phases(
     (on a grid with discrete noise in secure mode).
     """
     w = np.array(w0, dtype=float)
-    for i, (X_block, y_block) in enumerate(blocks):
+    for i, size in enumerate(plan.sizes):
         start = project_to_ball(w, radius)
-        value = solve(i, start, X_block, y_block)
+        value = solve(i, start, first)
         w = noisy_release(value, plan.noise_stds[i], noise_rng, sensitivity=plan.sensitivities[i])
+        first += int(size)
     return project_to_ball(w, radius)
 
 
-def _sgd_solver(plan: PhasedPlan, gradient, radius: float, noise_rng: np.random.Generator) -> PhaseSolver:
-    """One pass of plain projected SGD per phase, batch 1, no gradient noise (§A6), via the shared core."""
+def _sgd_solver(plan: PhasedPlan, source, gradient, radius: float, noise_rng: np.random.Generator) -> PhaseSolver:
+    """One pass of plain projected SGD per phase, batch 1, no gradient noise (§A6), via the shared
+    core, on the phase's rows of the row source ``source`` (in memory or streamed: a phase may
+    span many blocks of a Dask collection, its iterate and average carried across them)."""
 
-    def solve(i, start, X_block, y_block):
-        n_i = X_block.shape[0]
+    def solve(i, start, first):
+        n_i = int(plan.sizes[i])
         return projected_noisy_sgd(
             gradient,
-            iter_batches(X_block, y_block, np.arange(n_i), np.ones(n_i, dtype=np.int64)),
-            np.full(n_i, plan.steps[i]),
-            np.zeros(n_i),
+            source.batches(first, np.broadcast_to(np.int64(1), n_i)),  # views: no array of n_i entries
+            np.broadcast_to(plan.steps[i], n_i),
+            np.broadcast_to(0.0, n_i),
             start,
             radius,
             noise_rng,
@@ -467,15 +485,16 @@ def run_phased_sgd(
     y: np.ndarray,
     problem: Problem,
     rng: np.random.Generator,
-    order: np.ndarray | None = None,
+    order=None,
 ) -> SolverResult:
-    """Run planned Phased-SGD on rows already clipped to the public bound; start at ``w_0 = 0``."""
-    order, noise_rng = order_and_noise_rng(X, plan.n_samples, rng, order)
+    """Run planned Phased-SGD on rows already clipped to the public bound; start at ``w_0 = 0``.
+
+    ``X`` is in memory, or the rows of a Dask fit, streamed a block at a time in a data-independent
+    block-level ``order`` (:func:`~skdpsco.solvers._core.rows_and_noise_rng`)."""
+    source, noise_rng = rows_and_noise_rng(X, y, plan.n_samples, rng, order)
     radius = float(problem.radius)
-    solve = _sgd_solver(plan, margin_gradient(problem.loss, problem.l2_penalty), radius, noise_rng)
-    coef = _release_phases(
-        plan, iter_batches(X, y, order, plan.sizes), np.zeros(problem.coef_shape), radius, noise_rng, solve
-    )
+    solve = _sgd_solver(plan, source, margin_gradient(problem.loss, problem.l2_penalty), radius, noise_rng)
+    coef = _release_phases(plan, 0, np.zeros(problem.coef_shape), radius, noise_rng, solve)
     info = {"algorithm": "phased_sgd", **plan.info(), "max_step": float(plan.steps[0])}
     return SolverResult(coef=coef, dp_event=plan.dp_event, n_gradients=plan.n_samples, info=info)
 
@@ -490,11 +509,12 @@ def run_phased_erm(
 ) -> SolverResult:
     """Run planned Phased-ERM (§A7) with the certified deterministic solver of :mod:`.erm`."""
     phases = plan.phases
-    order, noise_rng = order_and_noise_rng(X, phases.n_samples, rng, order)
+    source, noise_rng = rows_and_noise_rng(X, y, phases.n_samples, rng, order)
     radius = float(problem.radius)
     loss_gradient = margin_gradient(problem.loss, problem.l2_penalty)
 
-    def solve(i, start, X_block, y_block):
+    def solve(i, start, first):
+        X_block, y_block = source.rows(first, first + int(phases.sizes[i]))
         pull = 2.0 / (phases.steps[i] * phases.sizes[i])  # gradient of ||w - c_i||^2 / (eta_i n_i)
 
         def gradient(w):
@@ -505,9 +525,7 @@ def run_phased_erm(
             int(plan.n_iterations[i]),
         )
 
-    coef = _release_phases(
-        phases, iter_batches(X, y, order, phases.sizes), np.zeros(problem.coef_shape), radius, noise_rng, solve
-    )
+    coef = _release_phases(phases, 0, np.zeros(problem.coef_shape), radius, noise_rng, solve)
     info = {
         "algorithm": "phased_erm",
         **phases.info(),
@@ -523,19 +541,19 @@ def run_strongly_convex(
     y: np.ndarray,
     problem: Problem,
     rng: np.random.Generator,
-    order: np.ndarray | None = None,
+    order=None,
 ) -> SolverResult:
-    """Run the §A8a epochs: Phased-SGD on consecutive disjoint row ranges, each from the last output."""
-    order, noise_rng = order_and_noise_rng(X, plan.n_samples, rng, order)
+    """Run the §A8a epochs: Phased-SGD on consecutive disjoint row ranges of the row source (in
+    memory or streamed, as :func:`run_phased_sgd`), each from the last output."""
+    source, noise_rng = rows_and_noise_rng(X, y, plan.n_samples, rng, order)
     radius = float(problem.radius)
     gradient = margin_gradient(problem.loss, problem.l2_penalty)
     w = np.zeros(problem.coef_shape)
-    start = 0
+    first = 0
     for epoch in plan.epochs:
-        rows = order[start : start + epoch.n_samples]
-        start += epoch.n_samples
-        solve = _sgd_solver(epoch, gradient, radius, noise_rng)
-        w = _release_phases(epoch, iter_batches(X, y, rows, epoch.sizes), w, radius, noise_rng, solve)
+        solve = _sgd_solver(epoch, source, gradient, radius, noise_rng)
+        w = _release_phases(epoch, first, w, radius, noise_rng, solve)
+        first += epoch.n_samples
     info = {
         "algorithm": "strongly_convex_phased_sgd",
         "n_epochs": len(plan.epochs),

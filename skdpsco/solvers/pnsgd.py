@@ -30,6 +30,18 @@ Every guarantee here is amplification by iteration, which covers the last iterat
 average of iterates can be far less private (FKT20 §6, ``feldman.md`` §A9, pitfall D1). These
 solvers therefore have no averaging option; they call the shared core with ``average=False``.
 
+Row order and Dask rows
+-----------------------
+FMTT's per-index bounds (Thm 23, 24, 35) hold for a row at each position of a fixed order, and the
+central guarantee is their maximum over positions (the last): no step of the proofs averages over
+the order, so every order fixed before training and independent of the data gives the same
+event (pitfall D5). PNSGD, Skip-PNSGD (``t0`` is drawn independently of the rows and is public)
+and Multi-pass PNSGD (the same order every pass, as Thm 35 assumes) therefore stream the rows of a
+Dask fit in the public order of their blocks (:class:`skdpsco._dask.RowStream`), the multi-pass
+one reading every block once per pass. Stop-PNSGD is refused on Dask rows: its guarantee needs
+the stopping time ``T`` secret, and the blocks a cluster computes (its task stream, its logs) would
+show how far the pass went.
+
 Randomness
 ----------
 ``rng`` is split into three independent children (pitfall D16): the row order (a uniformly random
@@ -54,7 +66,7 @@ from ..accounting import (
     epsilon_of,
     zcdp_event,
 )
-from ._core import SolverResult, iter_batches, margin_gradient, projected_noisy_sgd, row_order
+from ._core import SolverResult, margin_gradient, projected_noisy_sgd, row_source
 
 __all__ = ["MultiPassPNSGD", "PNSGD", "PNSGDPlan", "SkipPNSGD", "StopPNSGD"]
 
@@ -276,14 +288,24 @@ def _check_plan(plan: PNSGDPlan, solver, X) -> None:
         raise ValueError(f"The plan is for {plan.n_samples} rows; got {X.shape[0]}.")
 
 
-def _last_iterate(plan: PNSGDPlan, X, y, problem, rows: np.ndarray, noise_rng) -> np.ndarray:
-    """One step per entry of ``rows``, batch size 1, on the shared core; the last iterate."""
-    n_steps = rows.size
+def _rows_and_generators(plan: PNSGDPlan, X, y, rng: np.random.Generator, order) -> tuple:
+    """``(source, schedule_rng, noise_rng)``: the row source in the order (a uniformly random
+    permutation, the given public ``order``, or for Dask rows a block-level order,
+    :func:`~skdpsco.solvers._core.row_source`) and independent children for the schedule
+    (``t0``) and the noise (D16)."""
+    order_rng, schedule_rng, noise_rng = _generators(rng)
+    return row_source(X, y, plan.n_samples, order_rng, order), schedule_rng, noise_rng
+
+
+def _last_iterate(plan: PNSGDPlan, problem, source, first: int, n_steps: int, noise_rng, passes: int = 1) -> np.ndarray:
+    """One step per row from position ``first`` of the row source (``n_steps`` steps, ``passes``
+    passes over the same rows), batch size 1, on the shared core; the last iterate."""
+    n_steps *= passes
     return projected_noisy_sgd(
         margin_gradient(problem.loss, problem.l2_penalty),
-        iter_batches(X, y, rows, np.ones(n_steps, dtype=np.int64)),
-        np.full(n_steps, plan.step),
-        np.full(n_steps, plan.noise_std),
+        source.batches(first, np.broadcast_to(np.int64(1), n_steps), passes),  # views: no array of n entries
+        np.broadcast_to(plan.step, n_steps),
+        np.broadcast_to(plan.noise_std, n_steps),
         np.zeros(problem.coef_shape),
         problem.radius,
         noise_rng,
@@ -320,9 +342,8 @@ class PNSGD:
     def run(self, plan: PNSGDPlan, X, y, problem, rng: np.random.Generator, *, order=None) -> SolverResult:
         """Run a planned pass; ``order`` (a public permutation) replaces the random one in audits."""
         _check_plan(plan, self, X)
-        order_rng, _, noise_rng = _generators(rng)
-        rows = row_order(plan.n_samples, order_rng, order)
-        coef = _last_iterate(plan, X, y, problem, rows, noise_rng)
+        source, _, noise_rng = _rows_and_generators(plan, X, y, rng, order)
+        coef = _last_iterate(plan, problem, source, 0, plan.n_samples, noise_rng)
         info = _info(plan, n_steps=plan.n_samples, rho=plan.dp_event.rho)
         return SolverResult(coef=coef, dp_event=plan.dp_event, n_gradients=plan.n_samples, info=info)
 
@@ -347,10 +368,9 @@ class SkipPNSGD:
 
     def run(self, plan: PNSGDPlan, X, y, problem, rng: np.random.Generator, *, order=None) -> SolverResult:
         _check_plan(plan, self, X)
-        order_rng, schedule_rng, noise_rng = _generators(rng)
-        rows = row_order(plan.n_samples, order_rng, order)
+        source, schedule_rng, noise_rng = _rows_and_generators(plan, X, y, rng, order)
         skipped = int(schedule_rng.integers(0, plan.n_samples // 2 + 1))
-        coef = _last_iterate(plan, X, y, problem, rows[skipped:], noise_rng)
+        coef = _last_iterate(plan, problem, source, skipped, plan.n_samples - skipped, noise_rng)
         n_steps = plan.n_samples - skipped
         info = _info(plan, skipped=skipped, n_steps=n_steps, rho=plan.dp_event.rho)
         return SolverResult(coef=coef, dp_event=plan.dp_event, n_gradients=n_steps, info=info)
@@ -387,10 +407,9 @@ class StopPNSGD:
 
     def run(self, plan: PNSGDPlan, X, y, problem, rng: np.random.Generator, *, order=None) -> SolverResult:
         _check_plan(plan, self, X)
-        order_rng, schedule_rng, noise_rng = _generators(rng)
-        rows = row_order(plan.n_samples, order_rng, order)
+        source, schedule_rng, noise_rng = _rows_and_generators(plan, X, y, rng, order)
         stop = int(schedule_rng.integers(1, plan.n_samples + 1))  # secret: used here only
-        coef = _last_iterate(plan, X, y, problem, rows[:stop], noise_rng)
+        coef = _last_iterate(plan, problem, source, 0, stop, noise_rng)
         info = _info(plan, max_steps=plan.n_samples, renyi_order=plan.dp_event.order, rdp=plan.dp_event.rdp)
         return SolverResult(coef=coef, dp_event=plan.dp_event, n_gradients=plan.n_samples, info=info)
 
@@ -424,9 +443,8 @@ class MultiPassPNSGD:
 
     def run(self, plan: PNSGDPlan, X, y, problem, rng: np.random.Generator, *, order=None) -> SolverResult:
         _check_plan(plan, self, X)
-        order_rng, _, noise_rng = _generators(rng)
-        rows = row_order(plan.n_samples, order_rng, order)
-        coef = _last_iterate(plan, X, y, problem, np.tile(rows, plan.epochs), noise_rng)
+        source, _, noise_rng = _rows_and_generators(plan, X, y, rng, order)
+        coef = _last_iterate(plan, problem, source, 0, plan.n_samples, noise_rng, passes=plan.epochs)
         n_steps = plan.epochs * plan.n_samples
         info = _info(plan, epochs=plan.epochs, n_steps=n_steps, rho=plan.dp_event.rho)
         return SolverResult(coef=coef, dp_event=plan.dp_event, n_gradients=n_steps, info=info)
