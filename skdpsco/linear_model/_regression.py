@@ -154,14 +154,9 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
         Parameters
         ----------
         X : {array-like, sparse matrix, dask.array.Array, dask.dataframe.DataFrame} of shape (n_samples, n_features)
-            Training rows: dense, or a scipy sparse matrix (CSR, CSC and the other formats are
-            converted to canonical CSR, never densified; every algorithm runs on it, see
-            ``feature_scaling`` for what changes), or a Dask collection (the ``dask`` extra), read
-            block by block where the blocks live: the full-batch algorithms and the one-pass ones
-            of ``skdpsco._dask.ALGORITHMS`` run on it, the others are refused. The one-pass ones
-            read whole partitions, in a shuffled order, each partition's rows shuffled: the same
-            guarantee, but on a table stored sorted by label their model is far from the
-            in-memory one (user guide, "Data larger than memory: Dask").
+            Training rows, dense, scipy sparse or a Dask collection, as in
+            :meth:`DPLogisticRegression.fit <skdpsco.DPLogisticRegression.fit>` (which algorithms
+            run on each, and what the order of a Dask collection's partitions does).
         y : array-like of shape (n_samples,)
             Targets; clipped to ``[-y_bound, y_bound]``.
         sample_weight : array-like of shape (n_samples,), float or None, default=None
