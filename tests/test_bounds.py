@@ -9,7 +9,7 @@ import pytest
 
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant, PrivacyWarning
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
-from skdpsco.linear_model import _bounds
+from skdpsco.linear_model import _bounds, _scaling
 from skdpsco.linear_model._base import fixed_row_bound_warning
 from skdpsco.linear_model._scaling import magnitude_counts
 
@@ -67,6 +67,21 @@ def test_release_falls_back_to_the_mode_capped_for_targets_when_no_order_is_sign
     assert modes.count(2.0**-4) >= 30 and max(modes) <= 1.0
 
 
+@pytest.mark.parametrize("budget", [{"gaussian_mu": 0.27}, {"gaussian_mu": 2.0}, {"pure_epsilon": 1.0}])
+def test_bound_share_resolves_an_eighth_of_the_rows_and_no_more_up_to_its_cap(budget):
+    (kind, total), = budget.items()
+    shares = [_bounds.bound_share(n, **budget) for n in (10, 100, 1_000, 10_000, 100_000)]
+    assert all(0.0 < s <= _bounds.BOUND_SHARE for s in shares)
+    assert shares == sorted(shares, reverse=True) and shares[-1] < shares[0]  # more rows need less
+    for n, share in zip((10, 100, 1_000, 10_000, 100_000), shares):
+        if share < _bounds.BOUND_SHARE:  # below the cap: exactly at the significance threshold
+            plan = _bounds.plan_bound(**{kind: (math.sqrt(share) if kind == "gaussian_mu" else share) * total})
+            resolved = _bounds.RESOLVED_FRACTION * n
+            assert resolved == pytest.approx(_scaling.MAGNITUDE_THRESHOLD * plan.count_std)
+    with pytest.raises(ValueError, match="exactly one"):
+        _bounds.bound_share(100)
+
+
 def test_plan_events_are_the_histogram_mechanisms():
     gaussian = _bounds.plan_bound(gaussian_mu=0.5)
     assert isinstance(gaussian.dp_event, dp_accounting.GaussianDpEvent)
@@ -96,7 +111,9 @@ def test_private_target_bound_composes_into_the_fits_one_event():
     assert model.epsilon_ <= 1.0 and model.epsilon_ == pytest.approx(1.0, rel=2e-3)
     histogram = model.dp_event_.events[0]
     mu = 1.0 / gaussian_noise_multiplier(1.0, 1e-5)
-    assert histogram.noise_multiplier == pytest.approx(1.0 / (math.sqrt(_bounds.BOUND_SHARE) * mu))
+    share = _bounds.bound_share(len(y), gaussian_mu=mu)
+    assert share < _bounds.BOUND_SHARE  # 2000 rows: less than the cap resolves an eighth of them
+    assert histogram.noise_multiplier == pytest.approx(1.0 / (math.sqrt(share) * mu))
     assert math.log2(model.y_bound_ / _bounds.SCALED_BOUND).is_integer()
     assert np.mean(np.abs(y) <= model.y_bound_) >= 0.99  # the top significant order: a high quantile
 

@@ -447,11 +447,13 @@ def test_the_refusal_names_exactly_the_algorithms_that_run_on_dask():
 
 def test_secure_mode_streams_with_the_operating_systems_generator():
     # The partition-level shuffle is drawn from the fit's order generator: in secure mode, the
-    # operating system's; the event is the in-memory secure fit's.
+    # operating system's; the event is the in-memory secure fit's. Unseeded, so the budget is
+    # large enough that the score bound holds on every draw (epsilon 1 scored 0.8 or less in 7 to
+    # 14 % of draws; epsilon 5: at least 0.897 in 200 draws)
     X, y, _, _ = table()
     lazy = (da.from_array(X, chunks=(300, 5)), da.from_array(y, chunks=300))
-    params = dict(classes=[0, 1], secure_noise=True, algorithm="phased_sgd")
+    params = dict(classes=[0, 1], secure_noise=True, algorithm="phased_sgd", epsilon=5.0)
     secure = DPLogisticRegression(accountant=PrivacyAccountant(), **params).fit(*lazy)
     reference = DPLogisticRegression(accountant=PrivacyAccountant(), **params).fit(X, y)
-    assert secure.dp_event_ == reference.dp_event_ and secure.epsilon_ <= 1.0
+    assert secure.dp_event_ == reference.dp_event_ and secure.epsilon_ <= 5.0
     assert secure.score(X, y) > 0.8

@@ -494,7 +494,7 @@ class BaseDPLinearModel(BaseEstimator):
         # and the shares are shares of the zCDP budget (:meth:`_budget_mu`).
         with_releases = self._scales_features or row_bound or self._private_target_bound
         as_zcdp = secure and (with_releases or getattr(solver, "grid_releases", False))
-        bounds = self._plan_bounds(row_bound, as_zcdp)
+        bounds = self._plan_bounds(n_samples, row_bound, as_zcdp)
         scaling = self._plan_scaling(n_samples, n_features, row_bound, as_zcdp)
         releases = [plan.dp_event for plan in bounds.values()] + ([] if scaling is None else [scaling.dp_event])
         if as_zcdp:
@@ -511,7 +511,7 @@ class BaseDPLinearModel(BaseEstimator):
         elif len(tasks) == 1 and not releases and not as_zcdp:
             task_epsilon = float(self.epsilon)
         else:
-            task_epsilon = self._task_epsilon_guess(len(tasks), self._releases_share(row_bound), as_zcdp)
+            task_epsilon = self._task_epsilon_guess(len(tasks), self._releases_share(n_samples, row_bound, as_zcdp), as_zcdp)
             spent = epsilon_of(fit_event(task_epsilon), float(self.delta))
             if not (1 - 1e-3) * float(self.epsilon) <= spent <= float(self.epsilon):
                 task_epsilon = 1.0 / calibrate_noise(
@@ -615,20 +615,28 @@ class BaseDPLinearModel(BaseEstimator):
             return math.sqrt(2.0 * calibrate_zcdp_rho(float(self.epsilon), float(self.delta)))
         return 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
 
-    def _plan_bounds(self, row_bound: bool, as_zcdp: bool = False) -> dict:
+    def _plan_bounds(self, n_samples: int, row_bound: bool, as_zcdp: bool = False) -> dict:
         """The plans of the private bounds (:mod:`._bounds`), by name (``'target'``, ``'rows'``
-        when ``row_bound``), in the order they are drawn; each gets :data:`~._bounds.BOUND_SHARE`
-        of the fit's ``mu**2`` (``delta > 0``) or ``epsilon`` (``delta = 0``)."""
+        when ``row_bound``), in the order they are drawn; each gets its
+        :func:`~._bounds.bound_share` of the fit's ``mu**2`` (``delta > 0``) or ``epsilon``
+        (``delta = 0``)."""
         names = [name for name, wanted in (("target", self._private_target_bound), ("rows", row_bound)) if wanted]
+        share = self._bound_share(n_samples, as_zcdp)
         if float(self.delta) == 0.0:
-            return {name: _bounds.plan_bound(pure_epsilon=_bounds.BOUND_SHARE * float(self.epsilon)) for name in names}
+            return {name: _bounds.plan_bound(pure_epsilon=share * float(self.epsilon)) for name in names}
         mu = self._budget_mu(as_zcdp)
-        return {name: _bounds.plan_bound(gaussian_mu=math.sqrt(_bounds.BOUND_SHARE) * mu) for name in names}
+        return {name: _bounds.plan_bound(gaussian_mu=math.sqrt(share) * mu) for name in names}
 
-    def _releases_share(self, row_bound: bool) -> float:
+    def _bound_share(self, n_samples: int, as_zcdp: bool = False) -> float:
+        """Share of the budget each private bound gets (:func:`~._bounds.bound_share`)."""
+        if float(self.delta) == 0.0:
+            return _bounds.bound_share(n_samples, pure_epsilon=float(self.epsilon))
+        return _bounds.bound_share(n_samples, gaussian_mu=self._budget_mu(as_zcdp))
+
+    def _releases_share(self, n_samples: int, row_bound: bool, as_zcdp: bool = False) -> float:
         """Share of the fit's budget spent before the solver: the private bounds and the feature
         scaling (:meth:`_plan_bounds`, :meth:`_plan_scaling`)."""
-        share = _bounds.BOUND_SHARE * (self._private_target_bound + row_bound)
+        share = self._bound_share(n_samples, as_zcdp) * (self._private_target_bound + row_bound)
         if self._scales_features:
             magnitudes = self._data_norm is None and not row_bound
             share += _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if magnitudes else 0.0)

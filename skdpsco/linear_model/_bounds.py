@@ -1,8 +1,9 @@
 """Private bounds inside ``fit``: ``data_norm='private'`` and ``y_bound='private'`` (issue 19).
 
-A clip bound that the user cannot state is bought with a small public share of the budget: one
-noisy histogram of the binary orders of magnitude of the values to bound (the rows' norms, or
-``|y|``), from which the top order that holds significantly many values gives a power of two
+A clip bound that the user cannot state is bought with a small public share of the budget
+(:func:`bound_share`: the least that resolves an order holding an eighth of the rows, at most
+:data:`BOUND_SHARE`): one noisy histogram of the binary orders of magnitude of the values to bound
+(the rows' norms, or ``|y|``), from which the top order that holds significantly many values gives a power of two
 ``s`` (:func:`release_bound`). The values are then divided by ``s`` and clipped to
 :data:`SCALED_BOUND`, a public constant: the solver's problem, its plan and its event are public
 before the rows are read (the release only sets a per-row map, and every guarantee of the solver
@@ -27,12 +28,25 @@ from ..accounting import gaussian_event, pure_dp_event
 from ..solvers._core import is_dask, release_noise
 from ._scaling import MAGNITUDE_RANGE, MAGNITUDE_THRESHOLD, magnitude_counts
 
-__all__ = ["BOUND_SHARE", "SCALED_BOUND", "BoundPlan", "plan_bound", "release_bound", "scale_targets"]
+__all__ = [
+    "BOUND_SHARE",
+    "RESOLVED_FRACTION",
+    "SCALED_BOUND",
+    "BoundPlan",
+    "bound_share",
+    "plan_bound",
+    "release_bound",
+    "scale_targets",
+]
 
 BOUND_SHARE = 0.05
-"""Share of the fit's budget (of ``mu**2`` at ``delta > 0``, of ``epsilon`` at ``delta = 0``)
-spent on each private bound. Public; chosen on data that is not the benchmark's
-(``benchmarks/real.py --validation``; ``benchmarks/results/private_bounds.md``)."""
+"""The largest share of the fit's budget (of ``mu**2`` at ``delta > 0``, of ``epsilon`` at
+``delta = 0``) spent on each private bound (:func:`bound_share`). Public; chosen on data that is
+not the benchmark's (``benchmarks/real.py --validation``; ``benchmarks/results/private_bounds.md``)."""
+
+RESOLVED_FRACTION = 1.0 / 8.0
+"""A private bound's release gets the budget at which an order of magnitude holding this
+fraction of the ``n`` values is significant (:func:`bound_share`), no more."""
 
 SCALED_BOUND = math.sqrt(2.0)
 """The bound of the values divided by the released power of two ``s = 2**k``: a value whose
@@ -69,6 +83,33 @@ class BoundPlan:
     def count_std(self) -> float:
         """Standard deviation of the noise on one count."""
         return self.noise * (math.sqrt(2.0) if self.laplace else 1.0)
+
+
+def bound_share(n_samples: int, *, gaussian_mu: float | None = None, pure_epsilon: float | None = None) -> float:
+    """Share of the fit's budget one private bound gets: the least at which an order holding
+    :data:`RESOLVED_FRACTION` of the ``n_samples`` values exceeds
+    :data:`~._scaling.MAGNITUDE_THRESHOLD` standard deviations of its count's noise, at most
+    :data:`BOUND_SHARE`.
+
+    ``gaussian_mu`` is the ``mu`` of the fit's budget (``delta > 0``; the share is of ``mu**2``),
+    ``pure_epsilon`` its ``epsilon`` (``delta = 0``; of ``epsilon``); exactly one of them. A public
+    function of ``n`` and the budget. Every share spent here is taken from the solver, and past
+    the point where the rows' bulk is resolved a larger share only tightens a bound that is already
+    a high order of the values: on ``digits`` at epsilon 1 (every row norm in one order) the fixed
+    cap cost more accuracy against the true bound than the issue's tolerance, this share did not
+    (``benchmarks/results/private_bounds.md``). On few rows the cap binds: there the release needs
+    every share it can get (on the tuning sets, ``private_bounds_validation.md``, the rule changes
+    no fit below the cap).
+    """
+    if (gaussian_mu is None) == (pure_epsilon is None):
+        raise ValueError("bound_share needs exactly one of gaussian_mu and pure_epsilon.")
+    # the count's noise standard deviation that puts RESOLVED_FRACTION * n at the threshold
+    count_std = RESOLVED_FRACTION * n_samples / MAGNITUDE_THRESHOLD
+    if pure_epsilon is not None:  # Laplace of scale 2 / epsilon_b: standard deviation 2 sqrt(2) / epsilon_b
+        needed = HISTOGRAM_SENSITIVITY["l1"] * math.sqrt(2.0) / count_std / float(pure_epsilon)
+    else:  # Gaussian of standard deviation sqrt(2) / mu_b
+        needed = (HISTOGRAM_SENSITIVITY["l2"] / count_std / float(gaussian_mu)) ** 2
+    return min(BOUND_SHARE, needed)
 
 
 def plan_bound(*, gaussian_mu: float | None = None, pure_epsilon: float | None = None) -> BoundPlan:
