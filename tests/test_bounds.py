@@ -10,7 +10,7 @@ import pytest
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant, PrivacyWarning
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
 from skdpsco.linear_model import _bounds, _scaling
-from skdpsco.linear_model._base import fixed_row_bound_warning
+from skdpsco.linear_model._base import _pure_epsilon, fixed_row_bound_warning
 from skdpsco.linear_model._scaling import magnitude_counts
 
 from _audits import check_audit
@@ -68,9 +68,9 @@ def test_release_falls_back_to_the_mode_capped_for_targets_when_no_order_is_sign
 
 
 @pytest.mark.parametrize("budget", [{"gaussian_mu": 0.27}, {"gaussian_mu": 2.0}, {"pure_epsilon": 1.0}])
-def test_bound_share_resolves_an_eighth_of_the_rows_and_no_more_up_to_its_cap(budget):
+def test_row_bound_share_resolves_an_eighth_of_the_rows_and_no_more_up_to_its_cap(budget):
     (kind, total), = budget.items()
-    shares = [_bounds.bound_share(n, **budget) for n in (10, 100, 1_000, 10_000, 100_000)]
+    shares = [_bounds.row_bound_share(n, **budget) for n in (10, 100, 1_000, 10_000, 100_000)]
     assert all(0.0 < s <= _bounds.BOUND_SHARE for s in shares)
     assert shares == sorted(shares, reverse=True) and shares[-1] < shares[0]  # more rows need less
     for n, share in zip((10, 100, 1_000, 10_000, 100_000), shares):
@@ -79,7 +79,7 @@ def test_bound_share_resolves_an_eighth_of_the_rows_and_no_more_up_to_its_cap(bu
             resolved = _bounds.RESOLVED_FRACTION * n
             assert resolved == pytest.approx(_scaling.MAGNITUDE_THRESHOLD * plan.count_std)
     with pytest.raises(ValueError, match="exactly one"):
-        _bounds.bound_share(100)
+        _bounds.row_bound_share(100)
 
 
 def test_plan_events_are_the_histogram_mechanisms():
@@ -111,9 +111,8 @@ def test_private_target_bound_composes_into_the_fits_one_event():
     assert model.epsilon_ <= 1.0 and model.epsilon_ == pytest.approx(1.0, rel=2e-3)
     histogram = model.dp_event_.events[0]
     mu = 1.0 / gaussian_noise_multiplier(1.0, 1e-5)
-    share = _bounds.bound_share(len(y), gaussian_mu=mu)
-    assert share < _bounds.BOUND_SHARE  # 2000 rows: less than the cap resolves an eighth of them
-    assert histogram.noise_multiplier == pytest.approx(1.0 / (math.sqrt(share) * mu))
+    # the target bound gets the whole cap whatever n: a clipped target is a wrong target
+    assert histogram.noise_multiplier == pytest.approx(1.0 / (math.sqrt(_bounds.BOUND_SHARE) * mu))
     assert math.log2(model.y_bound_ / _bounds.SCALED_BOUND).is_integer()
     assert np.mean(np.abs(y) <= model.y_bound_) >= 0.99  # the top significant order: a high quantile
 
@@ -152,6 +151,26 @@ def test_private_row_bound_is_equivariant_to_powers_of_two(power):
     np.testing.assert_array_equal(fits[1].intercept_, fits[0].intercept_)
     assert fits[1].data_norm_ == fits[0].data_norm_ * 2.0**power
     np.testing.assert_array_equal(fits[1].decision_function(X * 2.0**power), fits[0].decision_function(X))
+
+
+@pytest.mark.parametrize("n, capped", [(300, True), (20_000, False)])
+def test_private_row_bound_gets_the_share_that_resolves_an_eighth_of_the_rows(n, capped):
+    X, y = _regression(n=n)
+    labels = (y > np.median(y)).astype(int)
+    for delta, algorithm in ((1e-6, "output_perturbation"), (0.0, "localization")):
+        model = _fit(DPLogisticRegression(data_norm="private", feature_scaling=None, classes=[0, 1], delta=delta,
+                                          algorithm=algorithm, random_state=0, accountant=PrivacyAccountant()),
+                     X, labels)
+        histogram = model.dp_event_.events[0]
+        if delta:
+            mu = 1.0 / gaussian_noise_multiplier(1.0, delta)
+            share = _bounds.row_bound_share(n, gaussian_mu=mu)
+            assert histogram.noise_multiplier == pytest.approx(1.0 / (math.sqrt(share) * mu))
+        else:
+            share = _bounds.row_bound_share(n, pure_epsilon=1.0)
+            assert _pure_epsilon(histogram) == pytest.approx(share)
+        assert (share == _bounds.BOUND_SHARE) == capped
+        assert model.epsilon_ <= 1.0 and model.epsilon_ == pytest.approx(1.0, rel=2e-3)
 
 
 def test_private_row_bound_predicts_on_the_rows_as_fit_mapped_them():

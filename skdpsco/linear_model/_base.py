@@ -617,26 +617,28 @@ class BaseDPLinearModel(BaseEstimator):
 
     def _plan_bounds(self, n_samples: int, row_bound: bool, as_zcdp: bool = False) -> dict:
         """The plans of the private bounds (:mod:`._bounds`), by name (``'target'``, ``'rows'``
-        when ``row_bound``), in the order they are drawn; each gets its
-        :func:`~._bounds.bound_share` of the fit's ``mu**2`` (``delta > 0``) or ``epsilon``
-        (``delta = 0``)."""
-        names = [name for name, wanted in (("target", self._private_target_bound), ("rows", row_bound)) if wanted]
-        share = self._bound_share(n_samples, as_zcdp)
+        when ``row_bound``), in the order they are drawn; each gets its share
+        (:meth:`_bound_shares`) of the fit's ``mu**2`` (``delta > 0``) or ``epsilon`` (``delta = 0``)."""
+        shares = self._bound_shares(n_samples, row_bound, as_zcdp)
         if float(self.delta) == 0.0:
-            return {name: _bounds.plan_bound(pure_epsilon=share * float(self.epsilon)) for name in names}
+            return {name: _bounds.plan_bound(pure_epsilon=share * float(self.epsilon)) for name, share in shares.items()}
         mu = self._budget_mu(as_zcdp)
-        return {name: _bounds.plan_bound(gaussian_mu=math.sqrt(share) * mu) for name in names}
+        return {name: _bounds.plan_bound(gaussian_mu=math.sqrt(share) * mu) for name, share in shares.items()}
 
-    def _bound_share(self, n_samples: int, as_zcdp: bool = False) -> float:
-        """Share of the budget each private bound gets (:func:`~._bounds.bound_share`)."""
-        if float(self.delta) == 0.0:
-            return _bounds.bound_share(n_samples, pure_epsilon=float(self.epsilon))
-        return _bounds.bound_share(n_samples, gaussian_mu=self._budget_mu(as_zcdp))
+    def _bound_shares(self, n_samples: int, row_bound: bool, as_zcdp: bool = False) -> dict:
+        """Share of the budget of each private bound, by name: :data:`~._bounds.BOUND_SHARE` for
+        the target bound, :func:`~._bounds.row_bound_share` of ``n`` for the row bound."""
+        shares = {"target": _bounds.BOUND_SHARE} if self._private_target_bound else {}
+        if row_bound:
+            budget = ({"pure_epsilon": float(self.epsilon)} if float(self.delta) == 0.0
+                      else {"gaussian_mu": self._budget_mu(as_zcdp)})
+            shares["rows"] = _bounds.row_bound_share(n_samples, **budget)
+        return shares
 
     def _releases_share(self, n_samples: int, row_bound: bool, as_zcdp: bool = False) -> float:
         """Share of the fit's budget spent before the solver: the private bounds and the feature
         scaling (:meth:`_plan_bounds`, :meth:`_plan_scaling`)."""
-        share = self._bound_share(n_samples, as_zcdp) * (self._private_target_bound + row_bound)
+        share = sum(self._bound_shares(n_samples, row_bound, as_zcdp).values())
         if self._scales_features:
             magnitudes = self._data_norm is None and not row_bound
             share += _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if magnitudes else 0.0)
