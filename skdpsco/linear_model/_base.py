@@ -511,7 +511,8 @@ class BaseDPLinearModel(BaseEstimator):
         elif len(tasks) == 1 and not releases and not as_zcdp:
             task_epsilon = float(self.epsilon)
         else:
-            task_epsilon = self._task_epsilon_guess(len(tasks), self._releases_share(n_samples, row_bound, as_zcdp), as_zcdp)
+            releases_share = self._releases_share(n_samples, row_bound, as_zcdp)
+            task_epsilon = self._task_epsilon_guess(len(tasks), releases_share, as_zcdp)
             spent = epsilon_of(fit_event(task_epsilon), float(self.delta))
             if not (1 - 1e-3) * float(self.epsilon) <= spent <= float(self.epsilon):
                 task_epsilon = 1.0 / calibrate_noise(

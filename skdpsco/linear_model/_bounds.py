@@ -2,12 +2,13 @@
 
 A clip bound that the user cannot state is bought with a small public share of the budget
 (:data:`BOUND_SHARE`; for the row bound :func:`row_bound_share`, the least that resolves an order
-holding an eighth of the rows, at most that): one noisy histogram of the binary orders of magnitude of the values to bound
-(the rows' norms, or ``|y|``), from which the top order that holds significantly many values gives a power of two
-``s`` (:func:`release_bound`). The values are then divided by ``s`` and clipped to
-:data:`SCALED_BOUND`, a public constant: the solver's problem, its plan and its event are public
-before the rows are read (the release only sets a per-row map, and every guarantee of the solver
-holds for any fixed map), and the model is folded back to the units of the data.
+holding an eighth of the rows, at most that): one noisy histogram of the binary orders of
+magnitude of the values to bound (the rows' norms, or ``|y|``), from which the top order that
+holds significantly many values gives a power of two ``s`` (:func:`release_bound`). The values
+are then divided by ``s`` and clipped to :data:`SCALED_BOUND`, a public constant: the solver's
+problem, its plan and its event are public before the rows are read (the release only sets a
+per-row map, and every guarantee of the solver holds for any fixed map), and the model is folded
+back to the units of the data.
 
 The release is the Gaussian mechanism on a histogram (``l2``-sensitivity ``sqrt(2)``: replacing
 one row moves one count from one bin to another), or the Laplace mechanism at ``delta = 0``
@@ -33,9 +34,9 @@ __all__ = [
     "RESOLVED_FRACTION",
     "SCALED_BOUND",
     "BoundPlan",
-    "row_bound_share",
     "plan_bound",
     "release_bound",
+    "row_bound_share",
     "scale_targets",
 ]
 
