@@ -226,7 +226,7 @@ def run_cell(generator: str, d: int, n: int, epsilons, seeds: int = SEEDS, log=p
                 seconds = time.perf_counter() - start
                 info = {k: v for k, v in model.solver_info_.items() if isinstance(v, (int, float, str, type(None)))}
                 records.append({**cell, "model": name, "epsilon": epsilon, "seed": seed, "seconds": seconds,
-                                "epsilon_spent": float(model.epsilon_), "radius": float(model.radius),
+                                "epsilon_spent": float(model.epsilon_), "radius": float(model.radius_),
                                 "algorithm": model.algorithm_, "info": info,
                                 **_scores(model.coef_.ravel(), X_test, y_test, gen.informative)})
         del X
