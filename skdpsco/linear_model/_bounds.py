@@ -103,8 +103,8 @@ def row_bound_share(n_samples: int, *, gaussian_mu: float | None = None, pure_ep
     issue 19's tolerance, this share did not (``benchmarks/results/private_bounds.md``); on few
     rows the cap binds, as on every tuning set (``private_bounds_validation.md``). The target
     bound keeps the cap: a target above its bound is a wrong target, whose bias no number of rows
-    removes (with this rule for ``|y|``, the least-squares cells of ``goal.md`` at ``n = 10**5``
-    lost a factor 28 of excess error).
+    removes (this rule for ``|y|`` lost the synthetic least-squares cells of
+    ``benchmarks/results/goal.md`` at large ``n``).
     """
     if (gaussian_mu is None) == (pure_epsilon is None):
         raise ValueError("row_bound_share needs exactly one of gaussian_mu and pure_epsilon.")
