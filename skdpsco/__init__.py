@@ -6,6 +6,7 @@ accountant built on ``dp-accounting``.
 """
 
 from ._config import config_context, get_config, set_config
+from ._delta import default_delta
 from .accounting import (
     BudgetExceededError,
     LedgerProcessError,
@@ -31,6 +32,7 @@ __all__ = [
     "PrivacyAccountant",
     "PrivacyWarning",
     "config_context",
+    "default_delta",
     "get_accountant",
     "get_config",
     "inverse_sensitivity_location",

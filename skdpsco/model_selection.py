@@ -54,6 +54,7 @@ from .accounting import (
     get_accountant,
     zcdp_event,
 )
+from ._delta import resolve_delta
 from ._secure import is_secure, noisy_release
 from .linear_model._base import PrivacyWarning, _generator, labels_from_data_warning
 from .solvers import _core
@@ -344,8 +345,9 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         trial draws independently, with replacement, even from a grid of lists.
     epsilon : float, default=1.0
         Privacy parameter epsilon > 0 of the whole search.
-    delta : float, default=1e-5
-        Privacy parameter delta in (0, 1) of the whole search.
+    delta : float or 'auto', default='auto'
+        Privacy parameter delta in (0, 1) of the whole search, below ``1 / n_samples`` (``fit``
+        refuses a larger one). ``'auto'``: :func:`skdpsco.default_delta` of the number of rows.
     n_iter : float, default=10
         Mean number of trials ``E[K] > 1``; the privacy cost grows like ``log(n_iter)``.
     n_iter_shape : float, default=1.0
@@ -411,7 +413,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         "estimator": [HasMethods(["fit", "predict"])],
         "param_distributions": [dict, list],
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
-        "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "delta": [Interval(numbers.Real, 0, 1, closed="neither"), StrOptions({"auto"})],
         "n_iter": [Interval(numbers.Real, 1, None, closed="neither")],
         "n_iter_shape": [Interval(numbers.Real, 0, None, closed="left")],
         "scoring": [StrOptions({"accuracy", "neg_mean_absolute_error", "neg_mean_squared_error"}), None],
@@ -427,7 +429,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         param_distributions,
         *,
         epsilon=1.0,
-        delta=1e-5,
+        delta="auto",
         n_iter=10,
         n_iter_shape=1.0,
         scoring=None,
@@ -515,11 +517,11 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         pipeline), or nothing."""
         return {} if sample_weight is None else self._private_params(sample_weight=sample_weight)
 
-    def _planned_rho(self, candidate: dict, epsilon: float, X, y, sample_weight=None) -> float:
-        """:func:`zcdp_rho` of the event ``estimator`` plans with ``candidate`` at ``epsilon``."""
+    def _planned_rho(self, candidate: dict, epsilon: float, delta: float, X, y, sample_weight=None) -> float:
+        """:func:`zcdp_rho` of the event ``estimator`` plans with ``candidate`` at ``(epsilon, delta)``."""
         planner = _PlanningAccountant()
         model = clone(self.estimator).set_params(
-            **candidate, **self._private_params(epsilon=epsilon, delta=float(self.delta), accountant=planner)
+            **candidate, **self._private_params(epsilon=epsilon, delta=delta, accountant=planner)
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyWarning)  # issued by the search or its trials instead
@@ -532,14 +534,14 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
             "estimators that record their privacy event can be searched privately."
         )
 
-    def _candidate_epsilon(self, candidate: dict, rho: float, X, y, sample_weight=None) -> float:
-        """Largest epsilon at which the candidate's fit is ``rho``-zCDP, with its ``rho`` within 2%
-        of the trial's (:func:`_largest_feasible`, from the epsilon of a ``rho``-zCDP release)."""
-        delta = float(self.delta)
+    def _candidate_epsilon(self, candidate: dict, rho: float, delta: float, X, y, sample_weight=None) -> float:
+        """Largest epsilon at which the candidate's fit at ``delta`` is ``rho``-zCDP, with its
+        ``rho`` within 2% of the trial's (:func:`_largest_feasible`, from the epsilon of a
+        ``rho``-zCDP release)."""
         start = epsilon_of(zcdp_event(rho), delta)
         try:
             log_epsilon = _largest_feasible(
-                lambda t: math.log(self._planned_rho(candidate, math.exp(t), X, y, sample_weight) / rho),
+                lambda t: math.log(self._planned_rho(candidate, math.exp(t), delta, X, y, sample_weight) / rho),
                 math.log(start),
             )
         except ValueError as exc:
@@ -579,13 +581,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 f"{n_validation} held-out and {n_samples - n_validation} training rows; both splits "
                 "need rows (at least 2 for training)."
             )
-        if self.delta >= 1.0 / n_samples:
-            warnings.warn(
-                f"delta={self.delta:g} is not smaller than 1/n_samples={1.0 / n_samples:.3g}; choose "
-                "delta much smaller than 1/n_samples.",
-                PrivacyWarning,
-                stacklevel=2,
-            )
+        delta = resolve_delta(self.delta, n_samples)  # refused before anything is charged if it voids the guarantee
         distributions = self._distributions()
         scoring = self._scoring()
 
@@ -596,7 +592,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         X_val, y_val = _safe_indexing(X, order[:n_validation]), _safe_indexing(y, order[:n_validation])
         weights = None if sample_weight is None else _safe_indexing(sample_weight, order[n_validation:])
         trials = RandomTrials(float(self.n_iter), float(self.n_iter_shape))
-        rho = calibrate_trial_rho(float(self.epsilon), float(self.delta), trials)
+        rho = calibrate_trial_rho(float(self.epsilon), delta, trials)
         n_trials = trials.sample(rng)
         trial_rngs = rng.spawn(n_trials)
         candidates = [_draw_candidate(distributions, trial_rng) for trial_rng in trial_rngs]
@@ -607,17 +603,17 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         for candidate in candidates:
             key = repr(sorted(candidate.items()))
             if key not in epsilons:
-                epsilons[key] = self._candidate_epsilon(candidate, rho, X_train, y_train, weights)
+                epsilons[key] = self._candidate_epsilon(candidate, rho, delta, X_train, y_train, weights)
 
         event = trials.dp_event(zcdp_event(rho))
-        spent = epsilon_of(event, float(self.delta))
+        spent = epsilon_of(event, delta)
         accountant = self.accountant if self.accountant is not None else get_accountant()
         accountant.charge(
             event,
             estimator=type(self).__name__,
             params={k: v for k, v in self.get_params(deep=False).items() if k != "accountant"},
             epsilon=spent,
-            delta=float(self.delta),
+            delta=delta,
         )
 
         # The rows are read from here on; only the selected trial leaves this method.
@@ -627,7 +623,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
             model = clone(self.estimator).set_params(
                 **candidate,
                 **self._private_params(
-                    epsilon=epsilons[repr(sorted(candidate.items()))], delta=float(self.delta),
+                    epsilon=epsilons[repr(sorted(candidate.items()))], delta=delta,
                     # secure mode: the trial's fit draws from the OS's CSPRNG itself (no seed)
                     random_state=None if is_secure(trial_rng) else _child_random_state(trial_rng),
                     accountant=ledger,
@@ -660,7 +656,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.score_noise_std_ = sigma
         self.dp_event_ = event
         self.epsilon_ = spent
-        self.delta_ = float(self.delta)
+        self.delta_ = delta
         self.n_features_in_ = self.best_estimator_.n_features_in_
         if hasattr(self.best_estimator_, "feature_names_in_"):
             self.feature_names_in_ = self.best_estimator_.feature_names_in_

@@ -23,18 +23,18 @@ private counterpart such as :class:`DPStandardScaler`.
 from __future__ import annotations
 
 import numbers
-import warnings
 from functools import lru_cache
 
 import dp_accounting
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._delta import resolve_delta
 from ._secure import is_secure, noisy_release, secure_event
 from .accounting import PrivacyAccountant, calibrate_noise, epsilon_of, gaussian_event, get_accountant
-from .linear_model._base import PrivacyWarning, _generator
+from .linear_model._base import _generator
 
 __all__ = ["DPStandardScaler", "scaler_sensitivities"]
 
@@ -98,8 +98,9 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     ----------
     epsilon : float, default=1.0
         Privacy parameter epsilon > 0 of this fit.
-    delta : float, default=1e-5
-        Privacy parameter delta in (0, 1); choose it much smaller than ``1 / n_samples``.
+    delta : float or 'auto', default='auto'
+        Privacy parameter delta in (0, 1), below ``1 / n_samples`` (``fit`` refuses a larger
+        one). ``'auto'``: :func:`skdpsco.default_delta` of the number of rows.
     feature_bounds : tuple (lower, upper), required
         Public bounds of the features: each a scalar or an array of shape (n_features,), with
         ``lower < upper``. They must not be computed from the training rows (that would leak
@@ -168,7 +169,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
-        "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "delta": [Interval(numbers.Real, 0, 1, closed="neither"), StrOptions({"auto"})],
         "feature_bounds": ["array-like", None],
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
@@ -181,7 +182,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self,
         *,
         epsilon=1.0,
-        delta=1e-5,
+        delta="auto",
         feature_bounds=None,
         with_mean=True,
         with_std=True,
@@ -237,19 +238,13 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, reset=True)
         n_samples, n_features = X.shape
         lower, upper = self._bounds(n_features)
-        if self.delta >= 1.0 / n_samples:
-            warnings.warn(
-                f"delta={self.delta:g} is not smaller than 1/n_samples={1.0 / n_samples:.3g}; choose "
-                "delta much smaller than 1/n_samples.",
-                PrivacyWarning,
-                stacklevel=2,
-            )
+        delta = resolve_delta(self.delta, n_samples)  # refused before anything is charged if it voids the guarantee
         # Public planning: which statistics, their sensitivities, the noise, the event.
         n_releases = 2 if self.with_std else int(self.with_mean)
         sensitivities = scaler_sensitivities(lower, upper, n_samples)[:n_releases]
         rng = _generator(self.random_state, self.secure_noise)  # secure mode: refuses a seed before anything is charged
         secure = is_secure(rng)
-        multiplier, spent = _calibrated(float(self.epsilon), float(self.delta), n_releases, secure)
+        multiplier, spent = _calibrated(float(self.epsilon), delta, n_releases, secure)
         event = _scaler_event(multiplier, n_releases, secure)
         accountant = self.accountant if self.accountant is not None else get_accountant()
         accountant.charge(
@@ -257,7 +252,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             estimator=type(self).__name__,
             params={k: v for k, v in self.get_params(deep=False).items() if k != "accountant"},
             epsilon=spent,
-            delta=float(self.delta),
+            delta=delta,
         )
         # The rows are read from here on.
         midpoint, half_range = (upper + lower) / 2.0, (upper - lower) / 2.0
@@ -279,7 +274,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.noise_std_ = noise_std
         self.dp_event_ = event
         self.epsilon_ = spent
-        self.delta_ = float(self.delta)
+        self.delta_ = delta
         return self
 
     def transform(self, X):

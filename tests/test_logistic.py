@@ -263,10 +263,6 @@ def test_too_few_rows_for_the_schedule_names_the_minimum():
     assert ledger.history == ()  # refused before anything was charged
 
 
-def test_large_delta_warns(binary_data):
-    X, y = binary_data
-    with pytest.warns(PrivacyWarning, match="not smaller than 1/n_samples"):
-        DPLogisticRegression(delta=1e-3, random_state=0).fit(X, y)
 
 
 def test_failed_refit_discards_the_previous_model(binary_data):

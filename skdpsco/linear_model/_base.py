@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from .._delta import resolve_delta
 from .._secure import check_random_state_unset, is_secure, secure_event, secure_generator, secure_mode
 from ..defaults import classifier_radius
 from ..smoothing import default_smoothing_width, smooth
@@ -145,8 +146,9 @@ class BaseDPLinearModel(BaseEstimator):
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
-        # delta = 0 (pure DP) only for the solvers that support it (``supports_pure_dp``).
-        "delta": [Interval(numbers.Real, 0, 1, closed="left")],
+        # delta = 0 (pure DP) only for the solvers that support it (``supports_pure_dp``);
+        # 'auto': :func:`skdpsco.default_delta` of n; below 1/n in any case (:func:`resolve_delta`)
+        "delta": [Interval(numbers.Real, 0, 1, closed="left"), StrOptions({"auto"})],
         "data_norm": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"private"}), None],
         "radius": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
@@ -168,7 +170,7 @@ class BaseDPLinearModel(BaseEstimator):
         self,
         *,
         epsilon=1.0,
-        delta=1e-5,
+        delta="auto",
         data_norm=None,
         radius=None,
         alpha=0.0,
@@ -381,7 +383,7 @@ class BaseDPLinearModel(BaseEstimator):
             constants=loss.constants(self._row_norm_bound, self._domain_radius, **self._loss_bounds()),
             radius=self._domain_radius,
             epsilon=float(epsilon),
-            delta=float(self.delta),
+            delta=self._delta_for(n_samples),
             l2_penalty=float(l2_penalty),
         )
 
@@ -409,6 +411,7 @@ class BaseDPLinearModel(BaseEstimator):
         weighted = weights is not None  # public: whether weights were passed, not their values
         l2_penalty = float(self.alpha) / float(self.max_weight) if weighted else float(self.alpha)
         n_samples, n_features = X.shape
+        delta = self._delta_for(n_samples)  # refused here, before any budget is charged, if it voids the guarantee
         n_columns = n_features + int(self.fit_intercept)
         rng = _generator(self.random_state, self.secure_noise)
         secure = is_secure(rng)  # secure mode: grid releases, their events as zCDP (:mod:`skdpsco._secure`)
@@ -443,17 +446,9 @@ class BaseDPLinearModel(BaseEstimator):
                 weights = None
         if self.data_norm is None and self.feature_scaling is None:
             warnings.warn(fixed_row_bound_warning(), PrivacyWarning, stacklevel=4)
-        if self.delta >= 1.0 / n_samples:
-            warnings.warn(
-                f"delta={self.delta:g} is not smaller than 1/n_samples={1.0 / n_samples:.3g}: "
-                "a mechanism that publishes one random row outright meets such a guarantee. "
-                "Choose delta much smaller than 1/n_samples (e.g. 1/n_samples**1.1).",
-                PrivacyWarning,
-                stacklevel=4,
-            )
         base_loss = self._make_loss()
         problem = self._problem(n_samples, n_columns, base_loss, self.epsilon, l2_penalty)
-        pure = float(self.delta) == 0.0
+        pure = delta == 0.0
         if pure and (self.algorithm == "auto" or not getattr(ALGORITHMS[self.algorithm], "supports_pure_dp", False)):
             # 'auto' is not asked: its rule is for delta > 0 and never selects these algorithms
             with_pure = sorted(name for name, s in ALGORITHMS.items() if getattr(s, "supports_pure_dp", False))
@@ -512,24 +507,24 @@ class BaseDPLinearModel(BaseEstimator):
             task_epsilon = float(self.epsilon)
         else:
             releases_share = self._releases_share(n_samples, row_bound, as_zcdp)
-            task_epsilon = self._task_epsilon_guess(len(tasks), releases_share, as_zcdp)
-            spent = epsilon_of(fit_event(task_epsilon), float(self.delta))
+            task_epsilon = self._task_epsilon_guess(n_samples, len(tasks), releases_share, as_zcdp)
+            spent = epsilon_of(fit_event(task_epsilon), delta)
             if not (1 - 1e-3) * float(self.epsilon) <= spent <= float(self.epsilon):
                 task_epsilon = 1.0 / calibrate_noise(
                     lambda inverse: fit_event(1.0 / inverse),
-                    float(self.epsilon), float(self.delta), initial=1.0 / task_epsilon,
+                    float(self.epsilon), delta, initial=1.0 / task_epsilon,
                     rtol=1e-3,  # gives up at most 0.1% of the budget, ten bisection steps fewer
                 )
         task_problem, plan = plan_for(task_epsilon)
         event = fit_event(task_epsilon)
-        spent_epsilon = _pure_epsilon(event) if pure else epsilon_of(event, float(self.delta))
+        spent_epsilon = _pure_epsilon(event) if pure else epsilon_of(event, delta)
         accountant = self.accountant if self.accountant is not None else get_accountant()
         accountant.charge(
             event,
             estimator=type(self).__name__,
             params={k: v for k, v in self.get_params(deep=False).items() if k != "accountant"},
             epsilon=spent_epsilon,
-            delta=float(self.delta),
+            delta=delta,
         )
         feature_scales, row_norm, standardisation, target_scale = np.ones(n_features), data_norm, None, 1.0
         if bounds:
@@ -567,7 +562,7 @@ class BaseDPLinearModel(BaseEstimator):
         self.loss_ = task_problem.loss
         self.dp_event_ = event
         self.epsilon_ = spent_epsilon
-        self.delta_ = float(self.delta)
+        self.delta_ = delta
         self.n_gradients_ = sum(r.n_gradients for r in results)
         # passes over the rows, rounded up, per model (scikit-learn's LogisticRegression has one
         # entry per fitted model): planned before the rows are read, never a convergence count
@@ -605,25 +600,32 @@ class BaseDPLinearModel(BaseEstimator):
                 f"Pass algorithm= one of {sorted(_dask.ALGORITHMS)}, or fit in-memory rows."
             )
 
-    def _budget_mu(self, as_zcdp: bool = False) -> float:
+    def _delta_for(self, n_samples: int) -> float:
+        """The delta of a fit on ``n_samples`` rows (:func:`skdpsco._delta.resolve_delta`: the
+        parameter, or :func:`~skdpsco.default_delta` of ``n`` for ``'auto'``; refused at ``1 / n``
+        or more)."""
+        return resolve_delta(self.delta, n_samples)
+
+    def _budget_mu(self, n_samples: int, as_zcdp: bool = False) -> float:
         """``mu`` of the fit's budget, whose square the releases and the solver share: of the one
         Gaussian release that meets (epsilon, delta) (``mu``-GDP, converted exactly), or with
         ``as_zcdp`` (secure mode's grid releases, converted as zCDP) ``sqrt(2 rho)`` for the
         largest ``rho``-zCDP meeting it (:func:`~skdpsco.accounting.calibrate_zcdp_rho`): a
         Gaussian of multiplier ``z`` is ``1 / (2 z**2)``-zCDP, so shares of ``mu**2`` are shares of
         ``rho``, and the composed fit meets (epsilon, delta) without a bisection."""
+        delta = self._delta_for(n_samples)
         if as_zcdp:
-            return math.sqrt(2.0 * calibrate_zcdp_rho(float(self.epsilon), float(self.delta)))
-        return 1.0 / gaussian_noise_multiplier(float(self.epsilon), float(self.delta))
+            return math.sqrt(2.0 * calibrate_zcdp_rho(float(self.epsilon), delta))
+        return 1.0 / gaussian_noise_multiplier(float(self.epsilon), delta)
 
     def _plan_bounds(self, n_samples: int, row_bound: bool, as_zcdp: bool = False) -> dict:
         """The plans of the private bounds (:mod:`._bounds`), by name (``'target'``, ``'rows'``
         when ``row_bound``), in the order they are drawn; each gets its share
         (:meth:`_bound_shares`) of the fit's ``mu**2`` (``delta > 0``) or ``epsilon`` (``delta = 0``)."""
         shares = self._bound_shares(n_samples, row_bound, as_zcdp)
-        if float(self.delta) == 0.0:
+        if self._delta_for(n_samples) == 0.0:
             return {name: _bounds.plan_bound(pure_epsilon=share * float(self.epsilon)) for name, share in shares.items()}
-        mu = self._budget_mu(as_zcdp)
+        mu = self._budget_mu(n_samples, as_zcdp)
         return {name: _bounds.plan_bound(gaussian_mu=math.sqrt(share) * mu) for name, share in shares.items()}
 
     def _bound_shares(self, n_samples: int, row_bound: bool, as_zcdp: bool = False) -> dict:
@@ -631,8 +633,8 @@ class BaseDPLinearModel(BaseEstimator):
         the target bound, :func:`~._bounds.row_bound_share` of ``n`` for the row bound."""
         shares = {"target": _bounds.BOUND_SHARE} if self._private_target_bound else {}
         if row_bound:
-            budget = ({"pure_epsilon": float(self.epsilon)} if float(self.delta) == 0.0
-                      else {"gaussian_mu": self._budget_mu(as_zcdp)})
+            budget = ({"pure_epsilon": float(self.epsilon)} if self._delta_for(n_samples) == 0.0
+                      else {"gaussian_mu": self._budget_mu(n_samples, as_zcdp)})
             shares["rows"] = _bounds.row_bound_share(n_samples, **budget)
         return shares
 
@@ -691,18 +693,18 @@ class BaseDPLinearModel(BaseEstimator):
         bound = _bounds.SCALED_BOUND if row_bound else self._data_norm
         share = _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if bound is None else 0.0)
         centred = bool(self.fit_intercept)
-        if float(self.delta) == 0.0:
+        if self._delta_for(n_samples) == 0.0:
             return _scaling.plan_scaling(n_samples, n_features, bound, pure_epsilon=share * float(self.epsilon),
                                          centred=centred)
-        mu = self._budget_mu(as_zcdp)
+        mu = self._budget_mu(n_samples, as_zcdp)
         return _scaling.plan_scaling(n_samples, n_features, bound, gaussian_mu=math.sqrt(share) * mu, centred=centred)
 
-    def _task_epsilon_guess(self, n_tasks: int, releases_share: float, as_zcdp: bool = False) -> float:
+    def _task_epsilon_guess(self, n_samples: int, n_tasks: int, releases_share: float, as_zcdp: bool = False) -> float:
         """The per-task epsilon if every release is Gaussian: the epsilon of one task's share of
         ``mu**2`` (:meth:`_budget_mu`; exact then, and used as it is; where the calibration
         starts otherwise)."""
-        mu = self._budget_mu(as_zcdp)
-        return exact_gaussian_epsilon(mu * math.sqrt((1.0 - releases_share) / n_tasks), float(self.delta))
+        mu = self._budget_mu(n_samples, as_zcdp)
+        return exact_gaussian_epsilon(mu * math.sqrt((1.0 - releases_share) / n_tasks), self._delta_for(n_samples))
 
     def _standardise(self, rows: np.ndarray, scaling, rng: np.random.Generator) -> tuple:
         """Release the rows' orders of magnitude when there is no public ``data_norm``, divide
@@ -871,7 +873,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         self,
         *,
         epsilon=1.0,
-        delta=1e-5,
+        delta="auto",
         data_norm=None,
         radius=None,
         alpha=0.0,
@@ -963,6 +965,23 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         per_class = np.array([float(class_weight.get(label, 1.0)) for label in self.classes_])
         return per_class[np.searchsorted(self.classes_, y)]
 
+    def _public_label_set(self) -> np.ndarray:
+        """``classes`` sorted, refused unless it holds at least 2 labels, each once: a label listed
+        twice is a mistake in the public label set (which of the two would a coefficient be for?),
+        and a public parameter, so the check reads nothing of the data."""
+        listed = np.asarray(self.classes)
+        classes = np.unique(listed)
+        if classes.size != listed.size:
+            raise ValueError(
+                f"classes= lists a label more than once ({listed.size} entries, {classes.size} distinct "
+                "labels); pass each label of the public label set once."
+            )
+        if classes.size < 2:
+            raise ValueError(
+                f"classes= must hold at least 2 distinct labels (the public label set); got {classes.size}."
+            )
+        return classes
+
     def _encode_targets(self, y):
         """``+-1`` for two classes, class indices otherwise; sets ``classes_``.
 
@@ -984,12 +1003,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
                     "occur in y."
                 )
         else:
-            classes = np.unique(np.asarray(self.classes))
-            if classes.size < 2:
-                raise ValueError(
-                    f"classes= must hold at least 2 distinct labels (the public label set); got "
-                    f"{classes.size}."
-                )
+            classes = self._public_label_set()
             if np.setdiff1d(np.unique(y), classes).size:
                 raise ValueError(
                     "y contains labels that are not in classes=; pass the complete public label set "
@@ -1011,9 +1025,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
                 "classes=None with a Dask y: pass classes= with the public label set (reading it from "
                 "y would be one more pass over the data and a release without privacy accounting)."
             )
-        classes = np.unique(np.asarray(self.classes))
-        if classes.size < 2:
-            raise ValueError(f"classes= must hold at least 2 distinct labels (the public label set); got {classes.size}.")
+        classes = self._public_label_set()
         if _dask.count_outside(y, classes):
             raise ValueError(
                 "y contains labels that are not in classes=; pass the complete public label set "

@@ -22,9 +22,10 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     ----------
     epsilon : float, default=1.0
         Privacy parameter epsilon > 0 of this fit.
-    delta : float, default=1e-5
-        Privacy parameter delta in [0, 1); choose it much smaller than ``1 / n_samples``
-        (a :class:`PrivacyWarning` is issued otherwise). ``delta=0`` asks for pure epsilon-DP,
+    delta : float or 'auto', default='auto'
+        Privacy parameter delta in [0, 1), below ``1 / n_samples`` (``fit`` refuses a larger
+        one: it voids the guarantee). ``'auto'``: :func:`skdpsco.default_delta` of the number
+        of rows, ``min(1e-5, 1 / (10 n_samples))``, reported in ``delta_``. ``delta=0`` asks for pure epsilon-DP,
         which only ``algorithm='localization'`` and ``'epoch_growth'`` provide (Laplace noise);
         every other algorithm, ``'auto'`` included, refuses it.
     data_norm : float, 'private' or None, default=None

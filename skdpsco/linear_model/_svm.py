@@ -96,7 +96,7 @@ max_weight, class_weight, secure_noise
         self,
         *,
         epsilon=1.0,
-        delta=1e-5,
+        delta="auto",
         data_norm=None,
         radius=10.0,
         alpha=0.0,
