@@ -1,0 +1,193 @@
+"""The one-pass engine's goals: default fits against scikit-learn's, each ratio measured in one run.
+
+``python -m benchmarks.engine [--quick]`` writes ``benchmarks/results/engine.md`` (and ``.json``).
+For each size (n, d) and each kind of rows, in the same process, right after one another:
+
+* the default private fit of ``DPLogisticRegression()``, ``DPHingeSVM()`` and ``DPLpRegression()``
+  (raw rows, no bound given: the private scaling of the defaults), against the default fit of
+  their scikit-learn counterparts ``LogisticRegression()``, ``LinearSVC()`` and
+  ``LinearRegression()`` (goal: at most 1.0x);
+* the same algorithm (the one ``'auto'`` chose) with ``feature_scaling=None`` and a public
+  ``data_norm`` (goal: the default at most 1.3x of it: the scaling costs at most 0.3x);
+* ``DPLogisticRegression(algorithm='snowball')`` against one ``SGDClassifier`` epoch and the
+  single-pass floor ``X.T @ (X @ w)`` (goals: 1.0x and 5x);
+* the peak traced memory of each default fit over ``X.nbytes`` (goal: 1.25x), dense and CSR.
+
+Rows are isotropic Gaussian, or "badly scaled": the same with feature ``j`` multiplied by
+``10**(6 j / (d - 1) - 3)`` (six orders of magnitude across the features), the case the private
+scaling exists for. Times are the best of ``repeats`` fits after a warm-up fit. A ratio is a
+quotient of two times measured minutes apart in one process: compare ratios, not seconds,
+across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import tracemalloc
+import warnings
+
+import numpy as np
+from scipy import sparse
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LinearRegression, LogisticRegression, SGDClassifier
+from sklearn.svm import LinearSVC
+
+from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
+
+from .utility import RESULTS
+
+SIZES = {"full": ((10**5, 20), (10**6, 100), (5 * 10**4, 1000)), "quick": ((10**5, 20), (2 * 10**5, 100))}
+"""(n, d) of each cell: the three sizes of the goal, or two small ones for a quick look."""
+
+PAIRS = (
+    ("DPLogisticRegression", DPLogisticRegression, LogisticRegression, "labels"),
+    ("DPHingeSVM", DPHingeSVM, LinearSVC, "labels"),
+    ("DPLpRegression", DPLpRegression, LinearRegression, "targets"),
+)
+"""(name, private estimator, its scikit-learn counterpart, what it fits)."""
+
+GOALS = {"vs_sklearn": 1.0, "vs_unscaled": 1.3, "snowball_vs_sgd_epoch": 1.0, "snowball_vs_floor": 5.0,
+         "peak_memory_over_X": 1.25}
+"""The goals, as upper bounds on each ratio."""
+
+
+def make_rows(n: int, d: int, badly_scaled: bool, seed: int = 0):
+    """``(X, labels, targets)``: Gaussian rows (badly scaled: feature ``j`` times
+    ``10**(6 j / (d - 1) - 3)``), labels of a logistic model and targets of a linear one, both on
+    the standardised rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    w = rng.standard_normal(d) / np.sqrt(d)
+    margin = X @ w
+    labels = (rng.random(n) < 1.0 / (1.0 + np.exp(-3.0 * margin))).astype(int)
+    targets = margin + 0.1 * rng.standard_normal(n)
+    if badly_scaled:
+        X *= 10.0 ** (6.0 * np.arange(d) / max(d - 1, 1) - 3.0)
+    return X, labels, targets
+
+
+def best_time(fit, repeats: int) -> float:
+    """The least wall time of ``repeats`` calls of ``fit`` after one warm-up call."""
+    fit()
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fit()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def peak_memory(fit) -> int:
+    """Peak traced memory of one call of ``fit`` (numpy reports its buffers to tracemalloc)."""
+    tracemalloc.start()
+    try:
+        fit()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _private(estimator, n: int, **params):
+    params.setdefault("random_state", 0)
+    if estimator is not DPLpRegression:
+        params.setdefault("classes", [0, 1])
+    return estimator(accountant=PrivacyAccountant(), **params)
+
+
+def cell(n: int, d: int, badly_scaled: bool, repeats: int) -> list[dict]:
+    """The records of one (n, d, rows) cell."""
+    X, labels, targets = make_rows(n, d, badly_scaled)
+    data = {"labels": labels, "targets": targets}
+    kind = "badly scaled" if badly_scaled else "isotropic"
+    records = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for name, private, public, target in PAIRS:
+            y = data[target]
+            default = _private(private, n).fit(X, y)
+            algorithm = default.algorithm_
+            unscaled_norm = float(np.sqrt(np.einsum("ij,ij->i", X, X)).max())  # a public bound, as a user states it
+            seconds = {
+                "default": best_time(lambda: _private(private, n).fit(X, y), repeats),
+                "unscaled": best_time(lambda: _private(private, n, algorithm=algorithm, feature_scaling=None,
+                                                       data_norm=unscaled_norm).fit(X, y), repeats),
+                "sklearn": best_time(lambda: public().fit(X, y), repeats),
+            }
+            records.append({
+                "n": n, "d": d, "rows": kind, "model": name, "algorithm": algorithm,
+                **{f"{k}_s": v for k, v in seconds.items()},
+                "vs_sklearn": seconds["default"] / seconds["sklearn"],
+                "vs_unscaled": seconds["default"] / seconds["unscaled"],
+                "peak_memory_over_X": peak_memory(lambda: _private(private, n).fit(X, y)) / X.nbytes,
+            })
+        w = np.ones(d)
+        baselines = {
+            "sgd_epoch": best_time(lambda: SGDClassifier(max_iter=1, tol=None, random_state=0).fit(X, labels), repeats),
+            "floor": best_time(lambda: X.T @ (X @ w), repeats),
+        }
+        snowball = best_time(lambda: _private(DPLogisticRegression, n, algorithm="snowball").fit(X, labels), repeats)
+        records.append({
+            "n": n, "d": d, "rows": kind, "model": "DPLogisticRegression [snowball]", "algorithm": "snowball",
+            "default_s": snowball, **{f"{k}_s": v for k, v in baselines.items()},
+            "snowball_vs_sgd_epoch": snowball / baselines["sgd_epoch"], "snowball_vs_floor": snowball / baselines["floor"],
+        })
+        if not badly_scaled:
+            csr = sparse.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))  # about a third of the entries stored
+            records.append({
+                "n": n, "d": d, "rows": "CSR (|x| > 1 kept)", "model": "DPLogisticRegression", "algorithm": "auto",
+                "peak_memory_over_X": peak_memory(lambda: _private(DPLogisticRegression, n).fit(csr, labels))
+                / (csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes),
+            })
+    return records
+
+
+def _ratio(record: dict, key: str) -> str:
+    if key not in record:
+        return ""
+    mark = "" if record[key] <= GOALS[key] else " ✗"
+    return f"{record[key]:.2f}{mark}"
+
+
+def table(records: list[dict]) -> str:
+    """The markdown table; a ratio above its goal is marked ✗."""
+    lines = [
+        "| n | d | rows | model (auto's choice) | default fit (s) | / scikit-learn (≤ 1.0) | / unscaled (≤ 1.3) "
+        "| snowball / SGD epoch (≤ 1.0) | snowball / floor (≤ 5) | peak memory / X (≤ 1.25) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        seconds = f"{r['default_s']:.3f}" if "default_s" in r else ""
+        lines.append(
+            f"| {r['n']:.0e} | {r['d']} | {r['rows']} | {r['model']} ({r['algorithm']}) | {seconds} | "
+            f"{_ratio(r, 'vs_sklearn')} | {_ratio(r, 'vs_unscaled')} | {_ratio(r, 'snowball_vs_sgd_epoch')} | "
+            f"{_ratio(r, 'snowball_vs_floor')} | {_ratio(r, 'peak_memory_over_X')} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="two small sizes instead of the goal's three")
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args(argv)
+    mode = "quick" if args.quick else "full"
+    started = time.perf_counter()
+    records = []
+    for n, d in SIZES[mode]:
+        for badly_scaled in (False, True):
+            records.extend(cell(n, d, badly_scaled, args.repeats))
+            print(table(records[-1:]).splitlines()[-1], flush=True)
+    name = "engine" if mode == "full" else "engine_quick"
+    text = (f"# The one-pass engine's goals ({mode})\n\n`python -m benchmarks.engine{' --quick' if args.quick else ''}`"
+            f", {time.perf_counter() - started:.0f} s; best of {args.repeats} fits after a warm-up. "
+            "A ratio above its goal is marked ✗.\n\n" + table(records) + "\n")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.md").write_text(text)
+    (RESULTS / f"{name}.json").write_text(json.dumps(records, indent=1))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
