@@ -1,5 +1,5 @@
-"""Build the compiled extensions: the per-example SGD kernel (``skdpsco/solvers/_kernel.pyx``) and
-the secure mode's bit generator over the operating system's CSPRNG (``skdpsco/_osrandom.pyx``).
+"""Build the compiled extensions: the per-example SGD kernel (``skdpsco/solvers/_kernel.pyx``), the
+fused per-block kernels of the row passes (``skdpsco/rows/_blocks.pyx``) and the secure mode's bit generator over the operating system's CSPRNG (``skdpsco/_osrandom.pyx``).
 
 Everything else about the package is declared in ``pyproject.toml``; this file only lists the
 Cython extensions, which ``pip install .`` compiles with the build requirements declared there
@@ -15,6 +15,12 @@ extensions = [
     Extension(
         "skdpsco.solvers._kernel",
         ["skdpsco/solvers/_kernel.pyx"],
+        extra_compile_args=["-O3"],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    ),
+    Extension(
+        "skdpsco.rows._blocks",
+        ["skdpsco/rows/_blocks.pyx"],
         extra_compile_args=["-O3"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     ),

@@ -1,0 +1,107 @@
+"""The passes over in-memory rows that the releases before the solver make, fused and blocked.
+
+A fit copies its rows once, clipped, in a random order, into one C-contiguous float64 array (the
+features first, then an intercept column when there is one): the solvers read that copy. The
+releases that set the scale of the features read it too, in the fewest passes their dependence
+allows, each one compiled kernel over blocks of :data:`BLOCK_ROWS` consecutive rows
+(:mod:`skdpsco.rows._blocks`) run on :data:`THREADS` threads:
+
+1. the histograms of the features' binary orders of magnitude (:func:`magnitude_counts`);
+2. released divisors, then in place: the division, the clip to the public bound, and the column
+   sums the mean is released from (:func:`divide_clip_and_sum`);
+3. released mean, then the sums of the squares of the centred, clipped rows
+   (:func:`centred_square_sums`), which the rows are only read for;
+4. released scale, then in place: the standardisation and its clip (:func:`standardise`).
+
+No pass allocates more than a block's worth of memory per thread; the sums of the blocks are
+added in the order of the blocks, so a result does not depend on the number of threads. This
+module imports nothing of the package: the constants of the releases are arguments.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from . import _blocks
+
+__all__ = [
+    "BLOCK_ROWS",
+    "THREADS",
+    "centred_square_sums",
+    "divide_clip_and_sum",
+    "fused_layout",
+    "magnitude_counts",
+    "standardise",
+]
+
+BLOCK_ROWS = 16384
+"""Rows per block of a pass: the unit of work of its threads (about 13 MB at 100 features)."""
+
+THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+"""Threads of a pass: the CPUs this process may run on (at most 8); the kernels release the GIL."""
+
+
+def fused_layout(rows) -> bool:
+    """Whether ``rows`` is what the kernels read: a C-contiguous 2-D float64 numpy array."""
+    return isinstance(rows, np.ndarray) and rows.ndim == 2 and rows.dtype == np.float64 and rows.flags.c_contiguous
+
+
+def _over_blocks(kernel, rows: np.ndarray, *args) -> list:
+    """``[kernel(block, *args) for block in blocks of rows]``, in the order of the blocks, over
+    :data:`THREADS` threads."""
+    starts = range(0, rows.shape[0], BLOCK_ROWS)
+
+    def run(start: int):
+        return kernel(rows[start:start + BLOCK_ROWS], *args)
+
+    if len(starts) <= 1 or THREADS == 1:
+        return [run(start) for start in starts]
+    with ThreadPoolExecutor(max_workers=min(THREADS, len(starts))) as pool:
+        return list(pool.map(run, starts))
+
+
+def _block_sum(results: list, shape) -> np.ndarray:
+    total = np.zeros(shape)
+    for part in results:
+        total += part
+    return total
+
+
+def magnitude_counts(rows: np.ndarray, n_features: int, magnitude_range: int) -> np.ndarray:
+    """The ``(n_features, 2 R + 1)`` histograms (as floats) of the binary orders of magnitude of
+    the non-zero entries of the first ``n_features`` columns, orders clamped to ``[-R, R]``: the
+    integers of :func:`skdpsco.linear_model._scaling.magnitude_counts`, in one pass."""
+    parts = _over_blocks(_blocks.magnitude_counts, rows, int(n_features), int(magnitude_range))
+    counts = np.zeros((n_features, 2 * magnitude_range + 1), dtype=np.int64)
+    for part in parts:
+        counts += part
+    return counts.astype(float)
+
+
+def divide_clip_and_sum(rows: np.ndarray, n_features: int, scales: np.ndarray, bound: float) -> np.ndarray:
+    """In place: the first ``n_features`` columns divided by the powers of two ``scales`` (without
+    overflow, :func:`skdpsco.linear_model._scaling.divide_by_powers_of_two`), each row clipped to
+    ``l2`` norm ``bound``; returns the column sums of the result. One pass."""
+    exponents = np.rint(np.log2(scales)).astype(np.int64)
+    factors = np.ldexp(1.0, -exponents)
+    parts = _over_blocks(_blocks.divide_clip_and_sum, rows, int(n_features), exponents, factors, float(bound))
+    return _block_sum(parts, n_features)
+
+
+def centred_square_sums(rows: np.ndarray, n_features: int, mean: np.ndarray, clip: float) -> np.ndarray:
+    """``sum_i clip_C(x_i - mean)**2`` per feature over the first ``n_features`` columns
+    (:func:`skdpsco.linear_model._scaling.centred_square_sums`). One pass, the rows only read."""
+    mean = np.ascontiguousarray(mean, dtype=np.float64)
+    parts = _over_blocks(_blocks.centred_square_sums, rows, int(n_features), mean, float(clip))
+    return _block_sum(parts, n_features)
+
+
+def standardise(rows: np.ndarray, n_features: int, mean: np.ndarray, scale: np.ndarray, clip_norm: float) -> None:
+    """In place: ``z = (x - mean) / scale`` over the first ``n_features`` columns, each row then
+    divided by ``max(||z||, C)`` (:func:`skdpsco.linear_model._scaling.standardise_rows`). One pass."""
+    mean = np.ascontiguousarray(mean, dtype=np.float64)
+    scale = np.ascontiguousarray(scale, dtype=np.float64)
+    _over_blocks(_blocks.standardise, rows, int(n_features), mean, scale, float(clip_norm))

@@ -1,0 +1,206 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Fused per-block kernels of the releases that read the rows before the solver.
+
+Each function reads (and, where it says so, rewrites in place) one block of consecutive rows of
+a C-contiguous float64 array, of which the first ``d`` columns are the features (a last
+intercept column, when there is one, is left alone), in one pass: every row is read once while
+it is in cache. Sums over rows are returned per block, so that the caller can add the blocks'
+sums in a fixed order whatever the threads that computed them (the kernels release the GIL).
+
+The numpy functions of :mod:`skdpsco.linear_model._scaling` are the reference
+(``tests/test_row_kernels.py``): the same integers for the histograms; the same values up to the
+rounding of a sum's order for the rest.
+
+Rows are finite here: the pass that copied them into the fit's array refused a NaN or an
+infinite entry. A finite row whose squared norm overflows gets its norm from the row divided by
+its largest entry, and a row whose quotient by its divisors would overflow is first brought to
+largest entry ``2**OVERFLOW_SAFE_EXPONENT`` (the clip that follows gives the same row as exact
+arithmetic would), so no finite row can make a pass raise or produce a non-finite value.
+"""
+
+from libc.math cimport ceil, fabs, frexp, isfinite, ldexp, log2, sqrt
+from libc.stdint cimport int64_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+import numpy as np
+
+cdef double _HALF_OCTAVE = 0.70710678118654752440
+cdef uint64_t _MANTISSA_BITS = (<uint64_t> 1 << 52) - 1
+cdef uint64_t _HALF_OCTAVE_MANTISSA = 0x6A09E667F3BCD  # the mantissa bits of sqrt(1/2) (and of sqrt(2))
+cdef int OVERFLOW_SAFE_EXPONENT = 900  # as skdpsco.linear_model._scaling.OVERFLOW_SAFE_EXPONENT
+
+
+cdef inline double _sum_of_squares(const double *row, Py_ssize_t d) noexcept nogil:
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef Py_ssize_t j, m = d - d % 4
+    for j in range(0, m, 4):
+        s0 += row[j] * row[j]
+        s1 += row[j + 1] * row[j + 1]
+        s2 += row[j + 2] * row[j + 2]
+        s3 += row[j + 3] * row[j + 3]
+    for j in range(m, d):
+        s0 += row[j] * row[j]
+    return (s0 + s1) + (s2 + s3)
+
+
+cdef inline double _shrink_factor(const double *row, Py_ssize_t d, double bound) noexcept nogil:
+    """``min(1, bound / ||row||)`` of a finite row, also when ``||row||**2`` overflows: then from
+    the row divided by its largest entry ``m``, ``(bound / m) / ||row / m||``."""
+    cdef double norm = sqrt(_sum_of_squares(row, d)), largest = 0.0, u, scaled = 0.0
+    cdef Py_ssize_t j
+    if isfinite(norm):
+        return bound / norm if norm > bound else 1.0
+    for j in range(d):
+        u = fabs(row[j])
+        if u > largest:
+            largest = u
+    for j in range(d):
+        u = row[j] / largest
+        scaled += u * u
+    return (bound / largest) / sqrt(scaled)
+
+
+cdef inline int _binary_order(double u) noexcept nogil:
+    """``round(log2 |u|)`` of a finite non-zero ``u`` as ``frexp`` gives it: ``e - [m < sqrt(1/2)]``
+    for ``|u| = m 2**e``, ``m`` in ``[1/2, 1)``; read from the float's bits for a normal ``u`` (its
+    biased exponent ``b``: ``e = b - 1022``, and ``m < sqrt(1/2)`` exactly when its mantissa bits are
+    below those of ``sqrt(1/2)``), from ``frexp`` for a subnormal one."""
+    cdef uint64_t bits
+    cdef int exponent
+    cdef double mantissa
+    memcpy(&bits, &u, sizeof(double))
+    exponent = <int> ((bits >> 52) & 0x7FF)
+    if exponent == 0:
+        mantissa = frexp(fabs(u), &exponent)
+        return exponent - (1 if mantissa < _HALF_OCTAVE else 0)
+    return exponent - 1022 - (1 if (bits & _MANTISSA_BITS) < _HALF_OCTAVE_MANTISSA else 0)
+
+
+def magnitude_counts(const double[:, ::1] rows, Py_ssize_t d, int magnitude_range):
+    """The ``(d, 2 R + 1)`` int64 histograms of the binary orders of magnitude ``k = round(log2
+    |x|)`` (from the float's exponent, :func:`skdpsco.linear_model._scaling.magnitude_bins`)
+    of the non-zero entries of the block's first ``d`` columns, ``k`` clamped to ``[-R, R]``."""
+    cdef Py_ssize_t n = rows.shape[0], i, j, width = 2 * magnitude_range + 1
+    cdef int order
+    cdef double u
+    counts_array = np.zeros((d, width), dtype=np.int64)
+    cdef int64_t[:, ::1] counts = counts_array
+    if rows.shape[1] < d:
+        raise ValueError(f"rows have {rows.shape[1]} columns, fewer than d={d}.")
+    with nogil:
+        for i in range(n):
+            for j in range(d):
+                u = rows[i, j]
+                if u == 0.0:
+                    continue
+                order = _binary_order(u)
+                if order < -magnitude_range:
+                    order = -magnitude_range
+                elif order > magnitude_range:
+                    order = magnitude_range
+                counts[j, order + magnitude_range] += 1
+    return counts_array
+
+
+def divide_clip_and_sum(double[:, ::1] rows, Py_ssize_t d, const int64_t[::1] exponents, const double[::1] factors,
+                        double bound):
+    """In place, each row's first ``d`` entries ``x_j / 2**e_j`` (``factors = 2.0**-exponents``: a
+    product by a power of two, exact but where it underflows), the row then clipped to ``l2`` norm at most ``bound``; returns the block's column sums
+    of the result (shape ``(d,)``).
+
+    A row whose quotient would overflow is divided by a further power of two first, the same for
+    all its entries (its direction is kept), so that its largest entry is about
+    ``2**OVERFLOW_SAFE_EXPONENT``: :func:`skdpsco.linear_model._scaling.divide_by_powers_of_two`.
+    """
+    cdef Py_ssize_t n = rows.shape[0], i, j
+    cdef double factor, top, t
+    cdef double *row
+    cdef double *buffer
+    cdef int64_t extra
+    cdef bint overflow
+    if rows.shape[1] < d or exponents.shape[0] != d or factors.shape[0] != d:
+        raise ValueError(f"rows need at least d={d} columns, exponents and factors d entries.")
+    sums_array = np.zeros(d)
+    cdef double[::1] sums = sums_array
+    if n == 0 or d == 0:
+        return sums_array
+    buffer = <double *> malloc(d * sizeof(double))
+    if buffer == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for i in range(n):
+                row = &rows[i, 0]
+                overflow = False
+                for j in range(d):
+                    buffer[j] = row[j] * factors[j]
+                    if not isfinite(buffer[j]):
+                        overflow = True
+                if overflow:
+                    top = -1e308
+                    for j in range(d):
+                        if row[j] != 0.0:
+                            t = log2(fabs(row[j])) - exponents[j]
+                            if t > top:
+                                top = t
+                    extra = <int64_t> ceil(top) - OVERFLOW_SAFE_EXPONENT
+                    for j in range(d):
+                        buffer[j] = ldexp(row[j], <int> (-exponents[j] - extra))
+                factor = _shrink_factor(buffer, d, bound)
+                for j in range(d):
+                    row[j] = factor * buffer[j]
+                    sums[j] += row[j]
+    finally:
+        free(buffer)
+    return sums_array
+
+
+def centred_square_sums(const double[:, ::1] rows, Py_ssize_t d, const double[::1] mean, double clip):
+    """``sum_i u_i**2`` per feature of the block, ``u_i = clip_C(x_i - mean)`` over the first ``d``
+    columns (:func:`skdpsco.linear_model._scaling.centred_square_sums`); the rows are only read."""
+    cdef Py_ssize_t n = rows.shape[0], i, j
+    cdef double factor, u
+    cdef double *buffer
+    if rows.shape[1] < d or mean.shape[0] != d:
+        raise ValueError(f"rows need at least d={d} columns and mean d entries.")
+    squares_array = np.zeros(d)
+    cdef double[::1] squares = squares_array
+    if n == 0 or d == 0:
+        return squares_array
+    buffer = <double *> malloc(d * sizeof(double))
+    if buffer == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for i in range(n):
+                for j in range(d):
+                    buffer[j] = rows[i, j] - mean[j]
+                factor = _shrink_factor(buffer, d, clip)
+                for j in range(d):
+                    u = factor * buffer[j]
+                    squares[j] += u * u
+    finally:
+        free(buffer)
+    return squares_array
+
+
+def standardise(double[:, ::1] rows, Py_ssize_t d, const double[::1] mean, const double[::1] scale, double clip_norm):
+    """In place, each row's first ``d`` entries ``z = (x - mean) / scale`` then ``z / max(||z||,
+    C)`` (:func:`skdpsco.linear_model._scaling.standardise_rows`: every row's norm at most 1)."""
+    cdef Py_ssize_t n = rows.shape[0], i, j
+    cdef double norm
+    cdef double *row
+    if rows.shape[1] < d or mean.shape[0] != d or scale.shape[0] != d:
+        raise ValueError(f"rows need at least d={d} columns, mean and scale d entries.")
+    if n == 0 or d == 0:
+        return
+    with nogil:
+        for i in range(n):
+            row = &rows[i, 0]
+            for j in range(d):
+                row[j] = (row[j] - mean[j]) / scale[j]
+            norm = sqrt(_sum_of_squares(row, d))
+            norm = 1.0 / (norm if norm > clip_norm else clip_norm)
+            for j in range(d):
+                row[j] *= norm

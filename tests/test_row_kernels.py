@@ -1,0 +1,122 @@
+"""The fused per-block kernels of :mod:`skdpsco.rows` against the numpy references of
+:mod:`skdpsco.linear_model._scaling`: the same integers for the histograms, the same values up to
+the rounding of a sum's order for the rest, on any number of blocks and threads."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skdpsco import rows as fused
+from skdpsco.linear_model import _scaling
+from skdpsco.solvers._core import clip_rows
+
+RANGE = _scaling.MAGNITUDE_RANGE
+
+
+def _table(seed: int, n: int, d: int, intercept: bool) -> np.ndarray:
+    """Rows over many orders of magnitude with zeros, subnormals, exact half octaves and values
+    beyond the histogram's range, plus an intercept column of ones when asked."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * 10.0 ** rng.uniform(-15, 15, size=d)
+    X[rng.random((n, d)) < 0.2] = 0.0
+    X[rng.random((n, d)) < 0.05] = 5e-310
+    X[rng.random((n, d)) < 0.05] = -np.sqrt(0.5) * 2.0 ** rng.integers(-60, 60)
+    return np.hstack([X, np.ones((n, 1))]) if intercept else X
+
+
+@pytest.fixture(params=[1, 7], ids=["one block", "many blocks"])
+def small_blocks(request, monkeypatch):
+    """Blocks of 1 row (every row its own block, over the threads) or 7 rows."""
+    monkeypatch.setattr(fused, "BLOCK_ROWS", request.param)
+    return request.param
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 40), d=st.integers(1, 9), intercept=st.booleans())
+def test_magnitude_counts_are_the_references_integers(seed, n, d, intercept):
+    rows = _table(seed, n, d, intercept)
+    np.testing.assert_array_equal(fused.magnitude_counts(rows, d, RANGE), _scaling.magnitude_counts(rows[:, :d]))
+
+
+def test_magnitude_counts_over_blocks_and_threads(small_blocks):
+    rows = _table(1, 200, 5, True)
+    np.testing.assert_array_equal(fused.magnitude_counts(rows, 5, RANGE), _scaling.magnitude_counts(rows[:, :5]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), d=st.integers(1, 9), intercept=st.booleans(),
+       bound=st.sampled_from([1e-3, 1.0, 3.0, 1e6]))
+def test_divide_clip_and_sum_matches_the_reference(seed, n, d, intercept, bound):
+    rows = _table(seed, n, d, intercept)
+    rng = np.random.default_rng(seed)
+    scales = 2.0 ** rng.integers(-40, 40, size=d)
+    expected = clip_rows(_scaling.divide_by_powers_of_two(rows[:, :d], scales), bound)
+    sums = fused.divide_clip_and_sum(rows, d, scales, bound)
+    np.testing.assert_allclose(rows[:, :d], expected, rtol=1e-13, atol=1e-15 * bound)
+    np.testing.assert_allclose(sums, expected.sum(axis=0), rtol=1e-12, atol=1e-13 * bound * n)
+    if intercept:
+        np.testing.assert_array_equal(rows[:, d], 1.0)  # the intercept column is left alone
+
+
+def test_divide_clip_and_sum_clips_rows_whose_length_or_quotient_overflows():
+    rows = np.array([[1.5e308, 1.5e308, 0.0], [1e300, -1e300, 2.0], [1.0, 2.0, 2.0]])
+    original = rows.copy()
+    sums = fused.divide_clip_and_sum(rows, 3, np.array([1.0, 2.0**-20, 1.0]), 3.0)
+    assert np.isfinite(rows).all() and np.isfinite(sums).all()
+    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 3.0, rtol=1e-15)
+    for row, x in zip(rows, original):  # each row keeps the direction of x / s (computed from x / max|x|)
+        quotient = x / np.abs(x).max() * np.array([1.0, 2.0**20, 1.0])
+        np.testing.assert_allclose(row, 3.0 * quotient / np.linalg.norm(quotient), rtol=1e-14)
+    np.testing.assert_allclose(sums, rows.sum(axis=0), rtol=1e-15)
+
+
+def test_divide_clip_and_sum_over_blocks_and_threads(small_blocks):
+    rows = _table(2, 100, 6, True)
+    expected_rows = rows.copy()
+    scales = 2.0 ** np.arange(-3, 3)
+    expected = clip_rows(_scaling.divide_by_powers_of_two(expected_rows[:, :6], scales), 2.0)
+    sums = fused.divide_clip_and_sum(rows, 6, scales, 2.0)
+    np.testing.assert_allclose(rows[:, :6], expected, rtol=1e-13, atol=1e-16)
+    np.testing.assert_allclose(sums, expected.sum(axis=0), rtol=1e-12, atol=1e-14)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 40), d=st.integers(1, 9), intercept=st.booleans(),
+       clip=st.sampled_from([0.1, 1.0, 10.0]))
+def test_centred_square_sums_match_the_reference(seed, n, d, intercept, clip):
+    rng = np.random.default_rng(seed)
+    rows = rng.normal(size=(n, d + intercept)) * rng.uniform(0.01, 3.0, size=d + intercept)
+    mean = rng.normal(size=d)
+    before = rows.copy()
+    squares = fused.centred_square_sums(rows, d, mean, clip)
+    np.testing.assert_allclose(squares, _scaling.centred_square_sums(rows[:, :d], mean, clip), rtol=1e-12, atol=1e-300)
+    np.testing.assert_array_equal(rows, before)  # only read
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 40), d=st.integers(1, 9), intercept=st.booleans())
+def test_standardise_matches_the_reference(seed, n, d, intercept):
+    rng = np.random.default_rng(seed)
+    rows = rng.normal(size=(n, d + intercept)) * 3.0
+    expected = rows[:, :d].copy()
+    mean, scale, clip_norm = rng.normal(size=d), rng.uniform(0.1, 5.0, size=d), np.sqrt(d)
+    _scaling.standardise_rows(expected, mean, scale, clip_norm)
+    fused.standardise(rows, d, mean, scale, clip_norm)
+    np.testing.assert_allclose(rows[:, :d], expected, rtol=1e-14, atol=1e-16)
+    assert (np.linalg.norm(rows[:, :d], axis=1) <= 1.0 + 1e-15).all()
+
+
+def test_kernels_refuse_rows_with_too_few_columns():
+    rows = np.zeros((3, 2))
+    with pytest.raises(ValueError, match="d=3"):
+        fused.divide_clip_and_sum(rows, 3, np.ones(3), 1.0)
+    with pytest.raises(ValueError, match="d=3"):
+        fused.magnitude_counts(rows, 3, RANGE)
+
+
+def test_fused_layout_is_c_contiguous_float64():
+    assert fused.fused_layout(np.zeros((3, 2)))
+    assert not fused.fused_layout(np.zeros((3, 2), order="F"))
+    assert not fused.fused_layout(np.zeros((3, 2), dtype=np.float32))
+    assert not fused.fused_layout(np.zeros((3, 2))[:, :1])
