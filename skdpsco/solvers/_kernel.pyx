@@ -24,8 +24,8 @@ and ``indptr`` arrays): a step reads only the stored entries of its rows, and co
 instead of ``O(p)`` unless it is noisy (see its docstring for how, and how exactly).
 """
 
-from libc.math cimport INFINITY, exp, erfc, fabs, frexp, isfinite, pow, sqrt
-from libc.float cimport DBL_MIN
+from libc.math cimport INFINITY, exp, erfc, fabs, frexp, isfinite, ldexp, pow, sqrt
+from libc.float cimport DBL_MAX
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
@@ -155,18 +155,16 @@ def gather_clipped_rows(
     return the number of rows with a NaN or an infinite entry (their ``out`` row is unspecified).
 
     The rows of ``X`` (shape (n, d)) gathered in ``order`` and clipped to ``l2`` norm at most
-    ``max_norm``, in one pass: each row is read once (prefetched, as the order is random), its
-    norm taken while it is in cache (from the row divided by its largest entry when the squared
-    norm overflows), and written scaled; the columns of ``out`` after the first ``d`` (e.g. an
-    intercept column) are set to ``fill``. The reference is
+    ``max_norm``, in one pass: each row is read once (prefetched, as the order is random), clipped
+    while it is in cache (:func:`_clip_row`: a row whose length overflows, or whose squares are
+    subnormal, is clipped like any other), and written; the columns of ``out`` after the first
+    ``d`` (e.g. an intercept column) are set to ``fill``. The reference is
     :func:`skdpsco.solvers._core.clip_rows` of ``X[order]``. ``order`` must index rows of ``X``.
     """
     cdef Py_ssize_t n = order.shape[0], d = X.shape[1], p = out.shape[1]
     cdef Py_ssize_t i, j, non_finite = 0
-    cdef double norm, scale
     cdef const double *Xp = &X[0, 0]
     cdef const Py_ssize_t *op = &order[0]
-    cdef const double *row
     cdef double *target
     if out.shape[0] != n or p < d:
         raise ValueError(f"out must have {n} rows and at least {d} columns; got shape {tuple(out.shape)[:2]}.")
@@ -175,36 +173,95 @@ def gather_clipped_rows(
     with nogil:
         for i in range(n):
             _prefetch_row(Xp, d, op, i, n)
-            row = Xp + op[i] * d
-            norm = sqrt(_dot(row, row, d))
-            if not isfinite(norm):
-                norm = _norm_without_overflow(row, d)
-                if not isfinite(norm):
-                    non_finite += 1
-                    continue
-            scale = max_norm / norm if norm > max_norm else 1.0
             target = &out[i, 0]
-            for j in range(d):
-                target[j] = scale * row[j]
+            if not _clip_row(Xp + op[i] * d, target, d, max_norm):
+                non_finite += 1
+                continue
             for j in range(d, p):
                 target[j] = fill
     return non_finite
 
 
-cdef double _norm_without_overflow(const double *row, Py_ssize_t d) noexcept nogil:
-    """``||row||`` as ``m ||row / m||`` with ``m`` the largest ``|entry|``; not finite iff an entry is not."""
+cdef double _SQUARES_LOW = 2.0 ** -900
+"""The smallest sum of squares from which a row's norm is read as ``sqrt`` of it: the squares that
+underflow (each below ``2**-1022``) then change it by a relative ``d 2**-122`` at most."""
+
+
+cdef inline bint _plain_squares(double squares) noexcept nogil:
+    """Whether a row's sum of squares gives its norm as ``sqrt(squares)``: in ``[2**-900,
+    DBL_MAX]`` (false for NaN). Outside, the squares overflowed or lost their precision among the
+    subnormals, and the row is measured by :func:`_scaled_norm`."""
+    return _SQUARES_LOW <= squares <= DBL_MAX
+
+
+cdef double _scaled_norm(const double *row, Py_ssize_t d, int *exponent) noexcept nogil:
+    """``||row|| 2**-e``, with ``e`` (stored in ``exponent``) the binary exponent of the row's largest
+    ``|entry|`` (``frexp``): in ``[1/2, sqrt(d))``, so the norm ``2**e`` times it is known even where
+    it exceeds the float range. The row is scaled by ``2**-e`` entry by entry (``ldexp``: exact,
+    whatever the range of ``e``), so no square overflows and none of a tiny row's squares is
+    subnormal. A zero row gives 0 (``e = 0``); the result is not finite iff an entry is not. The
+    numpy reference is :func:`skdpsco.solvers._core.scaled_row_norms`."""
     cdef double largest = 0.0, total = 0.0, u
     cdef Py_ssize_t j
+    exponent[0] = 0
     for j in range(d):
         u = fabs(row[j])
-        if not (u <= largest):  # also true for NaN
+        if not isfinite(u):  # NaN or infinity
+            return u
+        if u > largest:
             largest = u
-    if not isfinite(largest):
-        return largest
+    if largest == 0.0:
+        return 0.0
+    frexp(largest, exponent)
     for j in range(d):
-        u = row[j] / largest
+        u = ldexp(row[j], -exponent[0])
         total += u * u
-    return largest * sqrt(total)
+    return sqrt(total)
+
+
+cdef bint _clip_row(const double *row, double *target, Py_ssize_t d, double max_norm) noexcept nogil:
+    """``target = row * min(1, max_norm / ||row||)`` (``target`` may be ``row``); false, with
+    ``target`` unspecified, iff an entry is not finite.
+
+    The norm is ``sqrt`` of the sum of squares where that is exact (:func:`_plain_squares`), else
+    ``2**e r`` (:func:`_scaled_norm`), never formed: the row is longer than ``max_norm`` iff ``r >
+    max_norm 2**-e``, and then ``target_j = (row_j 2**-e) (max_norm / r)``, a product of a factor
+    in ``[-1, 1]`` and one in ``(max_norm / sqrt(d), 2 max_norm]``. A finite row is thereby clipped
+    like any other however long it is; an error on a finite row of one dataset and not on its
+    neighbour would be a release no mechanism accounts for (``DESIGN.md``, "Privacy model")."""
+    cdef double squares = _dot(row, row, d), norm, scale
+    cdef int exponent
+    cdef Py_ssize_t j
+    if _plain_squares(squares):
+        norm = sqrt(squares)
+        scale = max_norm / norm if norm > max_norm else 1.0
+        for j in range(d):
+            target[j] = scale * row[j]
+        return True
+    norm = _scaled_norm(row, d, &exponent)
+    if not isfinite(norm):
+        return False
+    if norm > ldexp(max_norm, -exponent):
+        scale = max_norm / norm
+        for j in range(d):
+            target[j] = ldexp(row[j], -exponent) * scale
+    elif target != row:
+        for j in range(d):
+            target[j] = row[j]
+    return True
+
+
+def scaled_row_norms(const double[:, ::1] X):
+    """``(exponents, scaled)``: :func:`_scaled_norm` of every row of ``X`` (for tests: the numpy
+    :func:`skdpsco.solvers._core.scaled_row_norms` is its reference)."""
+    cdef Py_ssize_t n = X.shape[0], i
+    exponents = np.zeros(n, dtype=np.intc)
+    scaled = np.zeros(n)
+    cdef int[::1] e = exponents
+    cdef double[::1] r = scaled
+    for i in range(n):
+        r[i] = _scaled_norm(&X[i, 0], X.shape[1], &e[i])
+    return exponents, scaled
 
 
 def run_steps(
@@ -551,10 +608,11 @@ def map_block(
 
     Each row is read once and mapped while it is in cache: the arithmetic of the numpy maps entry
     by entry (the same products, differences and quotients, in the same order), except that a
-    row's norm sums its squares in another order (four partial sums, as :func:`_dot`). Returns
-    -1, or the first row whose numpy map takes a path not compiled here (a squared norm that
-    overflows, an entry of magnitude at least ``2**1023`` after a division by powers of two):
-    the caller then maps the block with numpy. A clip of float32 rows to an infinite bound is
+    row's norm sums its squares in another order (four partial sums, as :func:`_dot`; a row whose
+    length overflows is clipped by :func:`_clip_row`, as :func:`~skdpsco.solvers._core.clip_rows`
+    clips it). Returns -1, or the first row whose numpy map takes a path not compiled here (an
+    entry of magnitude at least ``2**1023`` after a division by powers of two, or one that is not
+    finite): the caller then maps the block with numpy. A clip of float32 rows to an infinite bound is
     skipped (their norms are finite: it multiplies by 1), and so is the check of a division whose
     entries cannot reach ``2**1023`` (float32 entries, or entries after a clip, times the largest
     factor).
@@ -603,7 +661,7 @@ cdef Py_ssize_t _map_rows(const source_t[:, ::1] raw, double[:, ::1] out, const 
     vectorises: no branch inside them)."""
     cdef Py_ssize_t n = raw.shape[0], d = raw.shape[1], n_maps = codes.shape[0]
     cdef Py_ssize_t i, j, k, v
-    cdef double norm, factor, bound, largest
+    cdef double norm, bound, largest
     cdef double *x
     cdef const source_t *row
     cdef const double *first
@@ -619,12 +677,8 @@ cdef Py_ssize_t _map_rows(const source_t[:, ::1] raw, double[:, ::1] out, const 
                 bound = scalars[k]
                 if source_t is float and bound == INFINITY:
                     continue
-                norm = sqrt(_dot(x, x, d))
-                if not isfinite(norm):
+                if not _clip_row(x, x, d, bound):
                     return i
-                factor = bound / (norm if norm > DBL_MIN else DBL_MIN)
-                if factor < 1.0:
-                    _scale(factor, x, d)
             elif codes[k] == DIVIDE:
                 first = &vectors[v, 0]
                 v += 1
