@@ -28,7 +28,7 @@ from functools import partial
 import numpy as np
 from scipy import sparse
 
-from ..losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss, QHingeLoss, SquaredHingeLoss
+from ..losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss, QHingeLoss, SquaredHingeLoss, WeightedLoss
 from ..smoothing import GaussianSmoothedLoss
 from . import _kernel
 
@@ -610,8 +610,13 @@ def kernel_loss(loss) -> tuple[int, float] | None:
     """``(code, parameter)`` of the C derivative of ``loss`` in :mod:`._kernel`, or None.
 
     Exact types only: a subclass may change ``derivative``. Multiclass losses have none (the
-    reference runs them).
+    reference runs them). A :class:`~skdpsco.losses.WeightedLoss` has its base's: the kernel
+    multiplies each row's derivative by its weight (:func:`kernel_targets`), so a weighted fit
+    takes the same path whatever the weights' values (a path chosen on their values would make
+    the fit's time tell, e.g., whether every weight equals ``max_weight``).
     """
+    if type(loss) is WeightedLoss:
+        return kernel_loss(loss.base)
     codes = _kernel.LOSS_CODES
     kind = type(loss)
     if kind is LogisticLoss:
@@ -684,16 +689,26 @@ def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radi
     total = total if average else np.empty_like(w)
     if not (w.dtype == total.dtype == np.float64 and w.flags.c_contiguous and total.flags.c_contiguous):
         raise ValueError("w and total must be C-contiguous float64 vectors.")
-    y = np.ascontiguousarray(batches.y, dtype=np.float64)
+    y, weights = kernel_targets(batches.y)
     run, work = _kernel_of_rows(batches.X, w, sizes)
     start = 0
     chunks = [slice(first, first + KERNEL_CHUNK_STEPS) for first in range(0, steps.size, KERNEL_CHUNK_STEPS)]
     for chunk, noise in zip(chunks, _noise_of_chunks(rng, noise_stds, chunks, w.size)):
         start = run(
-            y, order, start, sizes[chunk], steps[chunk], noise, (noise_stds[chunk] > 0).view(np.uint8),
+            y, weights, order, start, sizes[chunk], steps[chunk], noise, (noise_stds[chunk] > 0).view(np.uint8),
             w, total, work, code, parameter, gradient.l2_penalty, 0.0 if radius is None else float(radius),
             average, batches.cycle,
         )
+
+
+def kernel_targets(targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, weights)`` for the compiled loop: the labels as float64, and the relative weights of
+    :func:`~skdpsco.losses.weighted_targets` (a structured array with fields ``'y'`` and
+    ``'weight'``), or an empty array for plain targets (an unweighted loss)."""
+    if targets.dtype.names is None:
+        return np.ascontiguousarray(targets, dtype=np.float64), np.empty(0)
+    return (np.ascontiguousarray(targets["y"], dtype=np.float64),
+            np.ascontiguousarray(targets["weight"], dtype=np.float64))
 
 
 def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray):

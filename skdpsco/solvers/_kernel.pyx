@@ -8,7 +8,8 @@ One call runs a chunk of consecutive steps of
 
 on a vector ``w`` of shape (p,), reading the rows ``X[order[start:start + B_t]]`` in place (no
 copy of ``X``), with the loss derivative ``phi'`` in C (one code per loss of
-:mod:`skdpsco.losses` / :mod:`skdpsco.smoothing`, :data:`LOSS_CODES`). The kernel draws no
+:mod:`skdpsco.losses` / :mod:`skdpsco.smoothing`, :data:`LOSS_CODES`), times the row's relative
+weight ``c_i`` for a weighted loss (:class:`skdpsco.losses.WeightedLoss`). The kernel draws no
 randomness: the noise rows ``xi_t`` are drawn by :func:`skdpsco.solvers._core.gaussian_noise`, the
 one place privacy noise is drawn, and passed in, so the privacy audits that weaken that function
 exercise this kernel. The numpy loop of ``_core.py`` is the reference; ``tests/test_kernel.py``
@@ -132,6 +133,15 @@ cdef inline double _derivative(int code, double z, double y, double a) noexcept 
         return -y * _ndtr((1.0 - y * z) / a)
     # SMOOTH_ABSOLUTE
     return 2.0 * _ndtr((z - y) / a) - 1.0
+
+
+cdef inline double _row_derivative(int code, double z, const double *y, const double *weights, Py_ssize_t row,
+                                   double a) noexcept nogil:
+    """``c_row phi'(z, y[row])``: the derivative of row ``row``'s loss times its relative weight
+    ``weights[row]`` (:class:`skdpsco.losses.WeightedLoss`), or ``phi'`` itself when ``weights`` is
+    NULL (an unweighted fit: no product, its arithmetic as before)."""
+    cdef double value = _derivative(code, z, y[row], a)
+    return value * weights[row] if weights != NULL else value
 
 
 def derivative(int code, double a, const double[::1] z, const double[::1] y):
@@ -264,9 +274,19 @@ def scaled_row_norms(const double[:, ::1] X):
     return exponents, scaled
 
 
+cdef const double *_weights_of(const double[::1] weights, Py_ssize_t n_rows) except? NULL:
+    """The weights of a weighted loss as a C array, NULL for an unweighted one (no weights)."""
+    if weights.shape[0] == 0:
+        return NULL
+    if weights.shape[0] != n_rows:
+        raise ValueError(f"weights must have one entry per row of X ({n_rows}) or none; got {weights.shape[0]}.")
+    return &weights[0]
+
+
 def run_steps(
     const double[:, ::1] X,
     const double[::1] y,
+    const double[::1] weights,
     const Py_ssize_t[::1] order,
     Py_ssize_t start,
     const Py_ssize_t[::1] batch_sizes,
@@ -291,6 +311,9 @@ def run_steps(
         ``cycle``, a batch that would run past the end of ``order`` starts again at its
         beginning (passes over the data: ``order = arange(n)`` and batches of ``n`` rows are
         full-batch steps).
+    weights : the relative weight ``c_i`` in ``[0, 1]`` of every row of ``X`` (a weighted loss,
+        :class:`skdpsco.losses.WeightedLoss`: row ``i``'s derivative times ``c_i``), or an empty
+        array for an unweighted one. Weighted rows run this same loop, whatever their values.
     batch_sizes, steps : int and float arrays of shape (T,), one entry per step.
     noise : array of shape (number of noisy steps, p)
         The noise rows, consumed in order by the steps with ``noisy[t] != 0``.
@@ -308,6 +331,8 @@ def run_steps(
     cdef double *tp = &total[0]
     cdef const double *Xp = &X[0, 0]
     cdef const Py_ssize_t *op = &order[0]
+    cdef const double *yp = &y[0] if y.shape[0] else NULL
+    cdef const double *cp = _weights_of(weights, X.shape[0])
     with nogil:
         for t in range(T):
             B = batch_sizes[t]
@@ -321,7 +346,7 @@ def run_steps(
                 _prefetch_row(Xp, p, op, start, n_order)
                 row = op[start]
                 z = _dot(Xp + row * p, wp, p)
-                c = -eta * _derivative(code, z, y[row], a)
+                c = -eta * _row_derivative(code, z, yp, cp, row, a)
                 if l2_penalty != 0.0:
                     _scale(1.0 - eta * l2_penalty, wp, p)
                 _axpy(c, Xp + row * p, wp, p)
@@ -332,7 +357,7 @@ def run_steps(
                     _prefetch_row(Xp, p, op, i, n_order)
                     row = op[i]
                     z = _dot(Xp + row * p, wp, p)
-                    _axpy(_derivative(code, z, y[row], a) / B, Xp + row * p, gp, p)
+                    _axpy(_row_derivative(code, z, yp, cp, row, a) / B, Xp + row * p, gp, p)
                 if l2_penalty != 0.0:
                     _axpy(l2_penalty, wp, gp, p)
                 _axpy(-eta, gp, wp, p)
@@ -447,6 +472,7 @@ def run_sparse_steps(
     const index_t[::1] indices,
     const index_t[::1] indptr,
     const double[::1] y,
+    const double[::1] weights,
     const Py_ssize_t[::1] order,
     Py_ssize_t start,
     const Py_ssize_t[::1] batch_sizes,
@@ -464,7 +490,8 @@ def run_sparse_steps(
     bint cycle=False,
 ):
     """:func:`run_steps` on the rows of a CSR matrix ``X`` given by its arrays ``data``,
-    ``indices`` and ``indptr`` (int32 or int64, the same for both): same parameters, same steps,
+    ``indices`` and ``indptr`` (int32 or int64, the same for both), the ``weights`` of its rows as
+    there: same parameters, same steps,
     the same noise rows consumed in the same order; return the index in ``order`` after the last
     row. ``work`` is a buffer of ``p + max(batch_sizes)`` entries.
 
@@ -509,6 +536,8 @@ def run_sparse_steps(
     cdef const index_t *ip = &indices[0] if indices.shape[0] else NULL
     cdef const index_t *rp = &indptr[0]
     cdef const Py_ssize_t *op = &order[0] if n_order else NULL
+    cdef const double *yp = &y[0] if y.shape[0] else NULL
+    cdef const double *cp = _weights_of(weights, indptr.shape[0] - 1)
     cdef const double *xi
     for t in range(T):
         largest = max(largest, batch_sizes[t])
@@ -539,7 +568,7 @@ def run_sparse_steps(
                     for i in range(first, last):
                         row = op[i]
                         z = s * _sparse_dot(xp, ip, rp[row], rp[row + 1], vp)
-                        dp[i - start] = _derivative(code, z, y[row], a) / B
+                        dp[i - start] = _row_derivative(code, z, yp, cp, row, a) / B
                     for i in range(first, last):
                         row = op[i]
                         _sparse_add(dp[i - start], xp, ip, rp[row], rp[row + 1], gp)
@@ -550,7 +579,7 @@ def run_sparse_steps(
                 for i in range(start, end):
                     row = op[i]
                     z = s * _sparse_dot(xp, ip, rp[row], rp[row + 1], vp)
-                    dp[i - start] = _derivative(code, z, y[row], a) / B
+                    dp[i - start] = _row_derivative(code, z, yp, cp, row, a) / B
                 if l2_penalty != 0.0:
                     s *= 1.0 - eta * l2_penalty
                     if not (low <= fabs(s) <= high):
