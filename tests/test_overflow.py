@@ -125,6 +125,35 @@ def test_search_plans_and_fits_alike_with_a_row_that_overflows():
         assert_fit_alike(make, X, X_second, y)
 
 
+@pytest.mark.parametrize("scoring", ["neg_mean_squared_error", "neg_mean_absolute_error"])
+def test_search_of_a_regression_scores_a_target_that_overflows_alike(scoring):
+    X, X_prime, _ = neighbours(EXTREME_ROWS["norm-overflows"])
+    X, X_prime = np.tile(X, (2, 1)), np.tile(X_prime, (2, 1))
+    y = X[:, 0] - 0.5 * X[:, 1]
+    y_prime = y.copy()
+    y_prime[::7] = 1.5e308  # in both splits: their squares overflow
+    make = lambda ledger: DPSearchCV(  # noqa: E731
+        DPLpRegression(), {"alpha": [0.0, 1e-3]}, n_iter=3, scoring=scoring, random_state=0, accountant=ledger)
+    assert_fit_alike(make, X, X_prime, y, y_prime)
+
+
+@pytest.mark.parametrize("row", [0, 13, 29, 41, 55, 63, 77])
+def test_search_refuses_a_non_finite_entry_of_any_row_before_any_charge(row):
+    """Held-out rows included: they are read only after the charge, by the trials' predict."""
+    X, _, y = neighbours(EXTREME_ROWS["norm-overflows"])
+    X, y = np.tile(X, (2, 1)), np.tile(y, 2)
+    X[row, 1] = np.nan
+    ledger = PrivacyAccountant()
+    search = DPSearchCV(DPLogisticRegression(classes=[0, 1]), {"alpha": [0.0, 1e-3]}, n_iter=3, random_state=0,
+                        accountant=ledger)
+    with pytest.raises(ValueError, match=r"^Input X contains NaN or infinity\. Remove"):
+        search.fit(X, y)
+    regression = DPSearchCV(DPLpRegression(), {"alpha": [0.0]}, n_iter=3, random_state=0, accountant=ledger)
+    with pytest.raises(ValueError, match="^Input y contains infinity"):
+        regression.fit(np.nan_to_num(X), np.where(np.arange(len(y)) == row, np.inf, X[:, 0]))
+    assert ledger.history == ()
+
+
 def test_standard_scaler_with_a_row_that_overflows():
     X, X_prime, _ = neighbours(EXTREME_ROWS["norm-overflows"])
     for bounds, secure in [((-3.0, 3.0), False), ((-1e150, 1e150), False), ((-1e150, 1e150), True)]:
