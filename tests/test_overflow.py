@@ -219,22 +219,25 @@ def assert_scaled_norm(row, exponent, scaled):
 
 
 def assert_clipped(row, clipped, max_norm):
-    """``clipped`` is ``row`` times ``min(1, max_norm / ||row||)``: ``row`` itself when it is not
-    longer than ``max_norm``, else of norm ``max_norm`` in ``row``'s direction (its entries that are
-    not negligibly small, relative to the largest, in the same ratio)."""
+    """``clipped`` is ``row`` (floats, or Fractions possibly beyond the float range) times ``min(1,
+    max_norm / ||row||)``: ``row`` itself, rounded, when it is not longer than ``max_norm``, else
+    of norm ``max_norm`` in ``row``'s direction (its entries that are not negligibly small, relative
+    to the largest, in the same ratio)."""
     assert np.isfinite(clipped).all()
-    squares = exact_squares(row)
+    exact = [Fraction(x) for x in row]
+    squares = exact_squares(exact)
     if math.isinf(max_norm) or squares <= Fraction(max_norm) ** 2 * (1 - 1e-14):
-        np.testing.assert_array_equal(clipped, row)
+        for x, c in zip(exact, clipped):  # rounded to the nearest float (subnormals absolutely)
+            assert abs(Fraction(c) - x) <= abs(x) * Fraction(1, 2**53) + Fraction(1, 2**1075)
         return
     if squares < Fraction(max_norm) ** 2 * (1 + 1e-14):
         return  # at the bound: either side of the rounding
     assert abs(exact_squares(clipped) / Fraction(max_norm) ** 2 - 1) <= 1e-14
-    ratio = (Fraction(max_norm) ** 2 / squares)  # the factor, squared
-    largest = max(abs(x) for x in row)
-    for x, c in zip(row, clipped):
-        if abs(x) >= largest * 2.0**-40:
-            assert abs(Fraction(c) ** 2 / Fraction(x) ** 2 / ratio - 1) <= 1e-13
+    ratio = Fraction(max_norm) ** 2 / squares  # the factor, squared
+    largest = max(abs(x) for x in exact)
+    for x, c in zip(exact, clipped):
+        if abs(x) >= largest * Fraction(2.0**-40):
+            assert abs(Fraction(c) ** 2 / (x * x) / ratio - 1) <= 1e-13
             assert (c > 0) == (x > 0)
 
 
@@ -293,3 +296,33 @@ def test_the_norms_still_refuse_a_non_finite_entry(bad):
                 function(rows)
     out = np.empty((2, 3))
     assert _kernel.gather_clipped_rows(X, np.array([0, 1], dtype=np.intp), 1.0, out, 0.0) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(row=st.integers(1, 5).flatmap(lambda d: st.tuples(st.lists(finite, min_size=d, max_size=d),
+                                                        st.lists(st.integers(-40, 42), min_size=d, max_size=d))),
+       bound=st.sampled_from([0.5, 1.5, 1e3]))
+@example(row=([1.5e308, 1.5e308, 0.0], [-40, -40, 0]), bound=1.5)
+@example(row=([1e308] * 5, [-40, 3, -1, 42, 0]), bound=0.5)
+@example(row=([5e-324, -1e-310], [42, 42]), bound=1.5)
+def test_the_scaling_maps_of_a_long_row_are_its_exact_clip(row, bound):
+    """The rows of a default fit: ``x / s`` (per-feature powers of two) clipped to ``B``, by numpy
+    and by the compiled maps of a Dask block: the exact ``x / s`` clipped, however far ``x / s``
+    lies beyond the float range (it is divided by a further power of two first, which keeps its
+    direction, and the clip then gives the same row)."""
+    _dask = pytest.importorskip("skdpsco._dask")
+    from skdpsco.linear_model._scaling import divide_by_powers_of_two
+
+    values, exponents = row
+    scales = np.ldexp(1.0, exponents)
+    exact = [Fraction(x) / Fraction(2) ** k for x, k in zip(values, exponents)]
+    raw = np.array([values, np.ones(len(values))])
+    numpy_rows = core.clip_rows(divide_by_powers_of_two(raw, scales), bound)
+    maps = ((divide_by_powers_of_two, (scales,)), (core.clip_rows, (bound,)))
+    spec = _dask.Rows(dask_rows(raw), maps).spec
+    compiled_rows = _dask._transformed(raw, spec, np.empty(raw.shape))
+    for mapped in (numpy_rows, compiled_rows):
+        assert np.isfinite(mapped).all()
+        assert_clipped(exact, mapped[0], bound)
+    np.testing.assert_allclose(compiled_rows, numpy_rows, rtol=1e-14, atol=0)
+
