@@ -222,13 +222,12 @@ def scaled_row_norms(X) -> tuple[np.ndarray, np.ndarray]:
     if not np.isfinite(values).all():
         _refuse_non_finite()
     if sparse.issparse(X):
-        counts = np.diff(X.indptr)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))  # the row of every stored entry
         largest = np.zeros(X.shape[0])
-        np.maximum.at(largest, np.repeat(np.arange(X.shape[0]), counts), np.abs(values))
+        np.maximum.at(largest, rows, np.abs(values))
         exponents = np.frexp(largest)[1]
         with np.errstate(under="ignore"):
-            scaled = np.ldexp(values, -np.repeat(exponents, counts))
-        rows = np.repeat(np.arange(X.shape[0]), counts)
+            scaled = np.ldexp(values, -exponents[rows])
         return exponents, np.sqrt(np.bincount(rows, weights=scaled * scaled, minlength=X.shape[0]))
     exponents = np.frexp(np.abs(X).max(axis=1, initial=0.0))[1]
     with np.errstate(under="ignore"):
