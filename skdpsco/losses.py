@@ -528,8 +528,9 @@ class WeightedLoss(MarginLoss):
     use only these properties of each row's loss; which solvers are verified is listed in
     :data:`skdpsco.solvers.WEIGHTED_ALGORITHMS`.
 
-    The compiled SGD kernel has no weighted derivative: :func:`skdpsco.solvers._core.kernel_loss`
-    matches exact loss types only, so a weighted loss always runs the numpy reference loop.
+    The compiled SGD kernel runs a weighted loss of a base it compiles
+    (:func:`skdpsco.solvers._core.kernel_loss`), each row's derivative times its ``c``: the path
+    of a weighted fit does not depend on the weights' values.
 
     Parameters
     ----------

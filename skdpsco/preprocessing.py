@@ -22,6 +22,7 @@ private counterpart such as :class:`DPStandardScaler`.
 
 from __future__ import annotations
 
+import math
 import numbers
 from functools import lru_cache
 
@@ -58,9 +59,10 @@ def scaler_sensitivities(lower: np.ndarray, upper: np.ndarray, n_samples: int) -
     (mean_sensitivity, second_moment_sensitivity) : tuple of float
     """
     half_range = (np.asarray(upper, dtype=float) - np.asarray(lower, dtype=float)) / 2.0
+    # math.hypot scales before it squares: finite wherever the norm is (np.linalg.norm squares h**2)
     return (
-        float(np.linalg.norm(2.0 * half_range)) / n_samples,
-        float(np.linalg.norm(half_range**2)) / n_samples,
+        math.hypot(*np.ravel(2.0 * half_range)) / n_samples,
+        math.hypot(*np.ravel(half_range**2)) / n_samples,
     )
 
 
@@ -103,7 +105,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         one). ``'auto'``: :func:`skdpsco.default_delta` of the number of rows.
     feature_bounds : tuple (lower, upper), required
         Public bounds of the features: each a scalar or an array of shape (n_features,), with
-        ``lower < upper``. They must not be computed from the training rows (that would leak
+        ``lower < upper`` and ``((upper - lower) / 2)**2`` finite. They must not be computed from the training rows (that would leak
         their extremes). Values outside are clipped before the statistics are computed; the
         noise grows with ``upper - lower``.
     with_mean : bool, default=True
@@ -218,6 +220,14 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             ) from exc
         if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)) and np.all(lower < upper)):
             raise ValueError(f"feature_bounds need finite lower < upper for every feature; got {self.feature_bounds!r}.")
+        with np.errstate(over="ignore"):  # public bounds: the error below says it
+            second_moment_range = ((upper - lower) / 2.0) ** 2
+        if not np.all(np.isfinite(second_moment_range)):
+            raise ValueError(
+                f"feature_bounds are too wide: ((upper - lower) / 2)**2, the range of the second moment, "
+                f"exceeds the float range; got {self.feature_bounds!r}. Rescale the features (a public "
+                "per-row map costs no budget) or narrow the bounds."
+            )
         return lower, upper
 
     def fit(self, X, y=None):
@@ -254,18 +264,20 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             epsilon=spent,
             delta=delta,
         )
-        # The rows are read from here on.
+        # The rows are read from here on: clipped, centred and divided by the half-range, each
+        # entry in [-1, 1], so that no sum overflows, whatever the rows (an overflow on one dataset
+        # and not on its neighbour would be a release no mechanism accounts for)
         midpoint, half_range = (upper + lower) / 2.0, (upper - lower) / 2.0
-        centred = np.clip(X, lower, upper) - midpoint
+        units = (np.clip(X, lower, upper) - midpoint) / half_range
         noise_std = tuple(multiplier * s for s in sensitivities)
         self.mean_ = self.var_ = self.scale_ = None
         if n_releases:
-            mean = centred.mean(axis=0)
+            mean = half_range * units.mean(axis=0)
             shift = noisy_release(mean, noise_std[0], rng, sensitivity=sensitivities[0])
             shift = np.clip(shift, -half_range, half_range)
             self.mean_ = midpoint + shift
         if self.with_std:
-            second_moment = (centred**2).mean(axis=0)
+            second_moment = half_range**2 * (units**2).mean(axis=0)
             second = noisy_release(second_moment, noise_std[1], rng, sensitivity=sensitivities[1])
             floor = np.minimum(noise_std[1], half_range**2)
             self.var_ = np.clip(second - shift**2, floor, half_range**2)

@@ -1,5 +1,5 @@
 """Weighted fits (issue 17 item 3): ``sample_weight`` / ``class_weight`` bounded by the public
-``max_weight``, the unweighted model reproduced exactly by weights that change nothing, the
+``max_weight``, the unweighted model reproduced by weights that change nothing, the
 refusals (before anything is charged, naming no row), ``n_iter_``, and the audit that catches a
 calibration ignoring the weight."""
 
@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import sparse
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.pipeline import make_pipeline
@@ -33,7 +34,14 @@ from skdpsco import (
 from skdpsco.losses import HingeLoss, LogisticLoss, MultinomialLogisticLoss, PowerLoss, WeightedLoss, weighted_targets
 from skdpsco.smoothing import smooth
 from skdpsco.solvers import ALGORITHMS, WEIGHTED_ALGORITHMS, Problem, select_algorithm
-from skdpsco.solvers._core import iter_batches, margin_gradient, uses_kernel
+import skdpsco.solvers._core as core
+from skdpsco.solvers._core import (
+    iter_batches,
+    margin_gradient,
+    projected_noisy_sgd,
+    reference_projected_noisy_sgd,
+    uses_kernel,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -82,6 +90,8 @@ ESTIMATORS = {
 
 @pytest.mark.parametrize("name", list(ESTIMATORS))
 def test_unit_weights_reproduce_the_unweighted_model_bit_for_bit(name):
+    # every weight at max_weight: the weighted loss (its own path, whatever the values) is the
+    # unweighted function, each row's derivative times 1.0: the same numbers
     make, data = ESTIMATORS[name]
     X, y = data()
     unweighted = fitted(make, X, y)
@@ -98,14 +108,15 @@ def test_unit_weights_reproduce_the_unweighted_model_bit_for_bit(name):
 
 def test_weights_all_at_max_weight_are_the_unweighted_fit_with_alpha_over_max_weight():
     # scikit-learn's objective mean_i w_i f_i + alpha ||w||^2 / 2 with every w_i = M is M times the
-    # unweighted one with alpha / M: the same function, computed on the unweighted path
+    # unweighted one with alpha / M: the same function
     X, y = classification()
     with pytest.raises(ValueError, match="exceeds max_weight=1"):
         fitted(logistic(algorithm="noisy_gd"), X, y, sample_weight=np.full(len(y), 4.0))
     weighted = fitted(logistic(algorithm="noisy_gd", alpha=0.4, max_weight=4.0), X, y,
                       sample_weight=np.full(len(y), 4.0))
     plain = fitted(logistic(algorithm="noisy_gd", alpha=0.1), X, y)
-    assert np.array_equal(weighted.coef_, plain.coef_) and np.array_equal(weighted.intercept_, plain.intercept_)
+    np.testing.assert_allclose(weighted.coef_, plain.coef_, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(weighted.intercept_, plain.intercept_, rtol=0, atol=1e-12)
 
 
 def test_sample_weight_none_ignores_max_weight():
@@ -151,14 +162,31 @@ def test_integer_weights_approach_repeated_rows_in_the_non_private_limit(estimat
     assert np.abs(ignored.coef_ - repeated.coef_).max() > 0.1  # the weights matter at this tolerance
 
 
-def test_the_compiled_kernel_never_runs_a_weighted_loss_and_the_reference_weighs_each_row():
+@pytest.mark.parametrize("layout", [np.ascontiguousarray, sparse.csr_matrix], ids=["dense", "csr"])
+@pytest.mark.parametrize("base_loss", [LogisticLoss(), HingeLoss(), PowerLoss(1.5), smooth(HingeLoss(), 0.3)],
+                         ids=lambda loss: repr(loss)[:30])
+def test_the_compiled_kernel_weighs_each_row_as_the_reference_does(base_loss, layout):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5)) / 3.0
+    y = np.where(rng.random(200) < 0.5, 1.0, -1.0) if base_loss.task == "binary" else rng.normal(size=200)
+    targets = weighted_targets(y, rng.uniform(size=200))
+    gradient = margin_gradient(WeightedLoss(base_loss), 0.05)
+    sizes = np.array([1] * 100 + [4] * 10 + [20] * 3)
+    batches = iter_batches(layout(X), targets, rng.permutation(200), sizes)
+    assert uses_kernel(gradient, batches, np.zeros(5))
+    args = (np.linspace(0.5, 0.05, sizes.size), np.where(np.arange(sizes.size) % 2, 0.3, 0.0), np.zeros(5), 1.0)
+    fast = projected_noisy_sgd(gradient, batches, *args, np.random.default_rng(7))
+    reference = reference_projected_noisy_sgd(gradient, batches, *args, np.random.default_rng(7))
+    assert np.linalg.norm(reference) > 0.01
+    np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12)
+
+
+def test_the_reference_gradient_weighs_each_row():
     rng = np.random.default_rng(0)
     X, w = rng.normal(size=(6, 3)), rng.normal(size=3)
     y, c = np.array([1.0, -1.0, 1.0, 1.0, -1.0, -1.0]), rng.uniform(size=6)
     targets = weighted_targets(y, c)
     gradient = margin_gradient(WeightedLoss(LogisticLoss()))
-    assert not uses_kernel(gradient, iter_batches(X, targets, np.arange(6), [3, 3]), w)
-    assert uses_kernel(margin_gradient(LogisticLoss()), iter_batches(X, y, np.arange(6), [3, 3]), w)
     expected = (c * LogisticLoss().derivative(X @ w, y)) @ X / 6
     np.testing.assert_allclose(gradient(w, X, targets), expected)
     # multiclass: each row's derivative times its weight; labels keep their integer dtype
@@ -167,6 +195,26 @@ def test_the_compiled_kernel_never_runs_a_weighted_loss_and_the_reference_weighs
     expected = (c[:, None] * loss.derivative(X @ W.T, labels)).T @ X / 6
     np.testing.assert_allclose(margin_gradient(WeightedLoss(loss))(W, X, weighted_targets(labels, c)), expected)
     assert WeightedLoss(loss).constants(1.0, 2.0) == loss.constants(1.0, 2.0)
+
+
+@pytest.mark.parametrize("algorithm", ["phased_sgd", "snowball", "noisy_gd", "objective_perturbation"])
+def test_the_path_of_a_weighted_fit_does_not_depend_on_the_weights_values(algorithm, monkeypatch):
+    """The same functions run, as often, whether every weight equals max_weight or not: the path
+    is chosen on whether weights were passed (public), never on their values, which fit's time
+    would otherwise tell (with every weight at max_weight the unweighted loop once ran, 12x faster)."""
+    calls = []
+    for name in ("_kernel_noisy_sgd_steps", "_reference_noisy_sgd_steps"):
+        real = getattr(core, name)
+        monkeypatch.setattr(core, name, lambda *args, name=name, real=real: calls.append(name) or real(*args))
+    X, y = classification()
+    paths = []
+    for weights in (np.ones(len(y)), np.where(np.arange(len(y)) % 2 == 0, 1.0, 0.25), np.zeros(len(y))):
+        calls.clear()
+        fitted(logistic(algorithm=algorithm), X, y, sample_weight=weights)
+        paths.append(list(calls))
+    assert paths[0] == paths[1] == paths[2]
+    if algorithm in ("phased_sgd", "snowball"):
+        assert set(paths[0]) == {"_kernel_noisy_sgd_steps"}  # the compiled loop, weighted or not
 
 
 @pytest.mark.parametrize("weights, message", [

@@ -441,9 +441,9 @@ class BaseDPLinearModel(BaseEstimator):
         del X
         tasks = self._tasks(targets)
         if weights is not None:  # in-memory rows only (:meth:`_validated_dask`)
+            # weighted rows run the weighted loss whatever the weights' values: a path chosen on
+            # them (e.g. the unweighted one when every weight is max_weight) would show in fit's time
             weights = relative_weights(weights[order], float(self.max_weight))
-            if np.all(weights == 1.0):  # the unweighted loss is the same function: its path, bit for bit
-                weights = None
         if self.data_norm is None and self.feature_scaling is None:
             warnings.warn(fixed_row_bound_warning(), PrivacyWarning, stacklevel=4)
         base_loss = self._make_loss()

@@ -154,14 +154,16 @@ def release_bound(values: np.ndarray, plan: BoundPlan, rng: np.random.Generator,
     Parameters
     ----------
     values : ndarray of shape (n,)
-        Finite values (row norms, or targets).
+        Non-negative values (row norms, or ``|y|``): finite, or ``inf`` for a row norm beyond the
+        float range, counted in the top order like the largest finite value.
     plan : BoundPlan
     rng : numpy.random.Generator
     fallback_cap : int or None
         Largest order the fallback may release (``None``: no cap).
     """
     values = values if is_dask(values) else np.asarray(values, dtype=float)
-    counts = magnitude_counts(values[:, None])[0]
+    # an infinite row norm (a finite row longer than the float range: order above 1023) in the top bin
+    counts = magnitude_counts(np.minimum(values, np.finfo(float).max)[:, None])[0]
     sensitivity = HISTOGRAM_SENSITIVITY["l1" if plan.laplace else "l2"]
     noisy = noisy_release(counts, plan.noise, rng, sensitivity=sensitivity, laplace=plan.laplace, release=release_noise)
     significant = np.flatnonzero(noisy > MAGNITUDE_THRESHOLD * plan.count_std)

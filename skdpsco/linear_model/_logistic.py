@@ -131,8 +131,10 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         of that objective scales by ``max_weight``; :class:`skdpsco.losses.WeightedLoss`). So a
         loose bound costs accuracy: weights all equal to ``max_weight`` give the unweighted model
         (with ``alpha / max_weight``) exactly, weights all 1 under ``max_weight=4`` the same
-        objective with four times the noise relative to it. Unused without weights. Weighted fits run the numpy reference loop (no
-        compiled kernel) and the algorithms of :data:`skdpsco.solvers.WEIGHTED_ALGORITHMS`.
+        objective with four times the noise relative to it. Unused without weights. Weighted fits
+        run the algorithms of :data:`skdpsco.solvers.WEIGHTED_ALGORITHMS`, on the compiled kernel
+        where unweighted ones do: the path depends on whether weights were passed, never on their
+        values (which the fit's time would tell).
     class_weight : dict or None, default=None
         Public weight of each class's rows, ``{label: weight}`` (a label not in the dict gets 1),
         multiplied into ``sample_weight``; every value at most ``max_weight``. ``'balanced'`` is

@@ -28,7 +28,7 @@ from functools import partial
 import numpy as np
 from scipy import sparse
 
-from ..losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss, QHingeLoss, SquaredHingeLoss
+from ..losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss, QHingeLoss, SquaredHingeLoss, WeightedLoss
 from ..smoothing import GaussianSmoothedLoss
 from . import _kernel
 
@@ -71,19 +71,48 @@ def clip_rows(X: np.ndarray, max_norm: float, out: np.ndarray | None = None) -> 
 
     Written into ``out`` (same shape as ``X``, e.g. a column block of a larger array) when given,
     else into a new array; the norms are computed without a temporary of the size of ``X``. A row
-    whose squared norm overflows gets its norm from the row divided by its largest entry; a row
-    with a NaN or an infinite entry is an error (:func:`_refuse_non_finite`).
+    whose sum of squares overflows (or is subnormal) is clipped without forming its norm
+    (:func:`scaled_row_norms`): a finite row is clipped like any other however long it is, and
+    only a row with a NaN or an infinite entry is an error (:func:`_refuse_non_finite`).
+    Otherwise a finite row longer than the float range would make ``fit`` raise on one dataset
+    and not on its neighbour, a release no mechanism accounts for (``DESIGN.md``, "Privacy
+    model"). The compiled :func:`skdpsco.solvers._kernel.gather_clipped_rows` is the same map.
 
     A CSR ``X`` keeps its sparsity pattern: its stored entries are scaled, in place when ``out``
     is ``X`` (the only ``out`` a sparse ``X`` takes), else on a copy.
     """
     if is_dask(X):  # composed with the rows' earlier maps (:func:`skdpsco._dask.map_rows`)
         return _dask().map_rows(X, clip_rows, max_norm)
-    norms = row_norms(X)
-    scale = np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
+    squares = _row_squares(X)
+    # no warning (it would tell that some row is that long or short); inf / inf is a row measured
+    # by its scaled norm below, max_norm / tiny an overflow to the factor inf of a zero row
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = np.minimum(1.0, max_norm / np.maximum(np.sqrt(squares), np.finfo(float).tiny))
+    # rows measured by their scaled norms: left as they are by the product below, then clipped
+    scaled_rows = np.flatnonzero(~_plain_squares(squares))
+    scale[scaled_rows] = 1.0
+    exponents, norms = scaled_row_norms(X[scaled_rows])
+    with np.errstate(over="ignore", under="ignore"):  # max_norm 2**-e: inf and 0 compare as they should
+        long = norms > np.ldexp(max_norm, -exponents)
+    scaled_rows, exponents, factors = scaled_rows[long], exponents[long], max_norm / norms[long]
     if sparse.issparse(X):
-        return scale_sparse_rows(X, scale, in_place=out is X)
-    return np.multiply(X, scale[:, None], out=out)
+        out = scale_sparse_rows(X, scale, in_place=out is X)
+        for row, exponent, factor in zip(scaled_rows, exponents, factors):  # rare: not in a hot loop
+            entries = slice(out.indptr[row], out.indptr[row + 1])
+            out.data[entries] = _clipped_from_scaled(out.data[entries], exponent, factor)
+        return out
+    out = np.multiply(X, scale[:, None], out=out)
+    if scaled_rows.size:
+        out[scaled_rows] = _clipped_from_scaled(out[scaled_rows], exponents[:, None], factors[:, None])
+    return out
+
+
+def _clipped_from_scaled(rows: np.ndarray, exponents, factors) -> np.ndarray:
+    """``(rows 2**-e) (max_norm / r)``, the clipped rows of :func:`clip_rows` from their scaled
+    norms ``r`` (``factors = max_norm / r``): a factor in ``[-1, 1]`` times one near ``max_norm``,
+    neither of which overflows, where ``rows * (max_norm / ||rows||)`` would divide by infinity."""
+    with np.errstate(under="ignore"):
+        return np.ldexp(rows, -exponents) * factors
 
 
 def canonical_csr(X):
@@ -133,44 +162,77 @@ def with_constant_column(X, value: float):
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:
-    """The ``l2`` norm of every row, without a temporary of the size of ``X``. A row whose squared
-    norm overflows gets its norm from the row divided by its largest entry (``inf`` only when the
-    norm itself exceeds the float range); a row with a NaN or an infinite entry is an error
-    (:func:`_refuse_non_finite`). ``X`` may be a CSR matrix (:func:`_sparse_row_norms`)."""
-    if sparse.issparse(X):
-        return _sparse_row_norms(X)
+    """The ``l2`` norm of every row, without a temporary of the size of ``X``. A row whose sum of
+    squares overflows (or is subnormal) gets its norm as ``2**e r`` (:func:`scaled_row_norms`),
+    ``inf`` only when the norm itself exceeds the float range (its binary order of magnitude is
+    then above 1023: it lands in the top bin of any histogram of orders, :mod:`skdpsco.linear_model._bounds`);
+    a row with a NaN or an infinite entry is an error (:func:`_refuse_non_finite`). ``X`` may be a
+    CSR matrix."""
     if is_dask(X):
         return _dask().map_rows(X, row_norms, n_columns=0)
-    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-    overflow = ~np.isfinite(norms)
-    if overflow.any():
-        rows = X[overflow]
-        if not np.isfinite(rows).all():
-            _refuse_non_finite()
-        largest = np.abs(rows).max(axis=1)
+    squares = _row_squares(X)
+    norms = np.sqrt(squares)
+    scaled_rows = np.flatnonzero(~_plain_squares(squares))
+    if scaled_rows.size:
+        exponents, scaled = scaled_row_norms(X[scaled_rows])
         with np.errstate(over="ignore"):  # no warning: it would tell that some row is that long
-            norms[overflow] = largest * np.linalg.norm(rows / largest[:, None], axis=1)
+            norms[scaled_rows] = np.ldexp(scaled, exponents)
     return norms
 
 
-def _sparse_row_norms(X) -> np.ndarray:
-    """:func:`row_norms` of a CSR matrix, from its stored entries (same overflow rule), a block of
-    :data:`SPARSE_ROW_BLOCK` rows at a time (temporaries of a block's entries)."""
-    norms = np.zeros(X.shape[0])
-    for rows, entries in _sparse_row_blocks(X):
-        values = X.data[entries]
-        starts = X.indptr[rows.start:rows.stop] - entries.start
-        stored = np.diff(X.indptr[rows.start:rows.stop + 1]) > 0
-        with np.errstate(over="ignore"):
-            norms[rows][stored] = np.sqrt(np.add.reduceat(values * values, starts[stored])) if values.size else 0.0
-    for row in np.flatnonzero(~np.isfinite(norms)):
-        values = X.data[X.indptr[row]:X.indptr[row + 1]]
-        if not np.isfinite(values).all():
-            _refuse_non_finite()
-        largest = np.abs(values).max()
-        with np.errstate(over="ignore"):
-            norms[row] = largest * np.linalg.norm(values / largest)
-    return norms
+SQUARES_LOW = 2.0**-900
+"""The smallest sum of squares from which a row's norm is read as its square root: the squares
+that underflow (each below ``2**-1022``) then change it by a relative ``d 2**-122`` at most. The
+compiled kernel's ``_SQUARES_LOW``."""
+
+
+def _plain_squares(squares: np.ndarray) -> np.ndarray:
+    """Which rows' sums of squares give their norms as square roots: those in ``[SQUARES_LOW,
+    float max]`` (false for NaN). The others overflowed, or lost their precision among the
+    subnormals (a zero row too, measured exactly by :func:`scaled_row_norms`)."""
+    return (squares >= SQUARES_LOW) & (squares <= np.finfo(float).max)
+
+
+def _row_squares(X) -> np.ndarray:
+    """``sum_j x_ij**2`` of every row (an overflow gives ``inf``, silently: a warning would tell
+    that some row is that long), of a dense ``X`` or, from its stored entries a block of
+    :data:`SPARSE_ROW_BLOCK` rows at a time, of a CSR ``X``."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        if not sparse.issparse(X):
+            return np.einsum("ij,ij->i", X, X)
+        squares = np.zeros(X.shape[0])
+        for rows, entries in _sparse_row_blocks(X):
+            values = X.data[entries]
+            starts = X.indptr[rows.start:rows.stop] - entries.start
+            stored = np.diff(X.indptr[rows.start:rows.stop + 1]) > 0
+            if values.size:
+                squares[rows][stored] = np.add.reduceat(values * values, starts[stored])
+        return squares
+
+
+def scaled_row_norms(X) -> tuple[np.ndarray, np.ndarray]:
+    """``(e, r)``: for every row of ``X`` (dense or CSR), ``e`` the binary exponent of its largest
+    ``|entry|`` (``np.frexp``; 0 for a zero row) and ``r = ||x 2**-e||`` in ``[1/2, sqrt(d))``
+    (0 for a zero row), so that ``||x|| = 2**e r``, known even where it exceeds the float range.
+    ``x 2**-e`` is exact (``np.ldexp``), no square overflows and none of a tiny row's is
+    subnormal. The binary order of magnitude of the norm is ``e + log2 r``. A row with a NaN or an
+    infinite entry is an error (:func:`_refuse_non_finite`). The reference of the compiled
+    kernel's ``_scaled_norm``."""
+    values = X.data if sparse.issparse(X) else X
+    if not np.isfinite(values).all():
+        _refuse_non_finite()
+    if sparse.issparse(X):
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))  # the row of every stored entry
+        largest = np.zeros(X.shape[0])
+        np.maximum.at(largest, rows, np.abs(values))
+        exponents = np.frexp(largest)[1]
+        with np.errstate(under="ignore"):
+            scaled = np.ldexp(values, -exponents[rows])
+        return exponents, np.sqrt(np.bincount(rows, weights=scaled * scaled, minlength=X.shape[0]))
+    exponents = np.frexp(np.abs(X).max(axis=1, initial=0.0))[1]
+    with np.errstate(under="ignore"):
+        scaled = np.ldexp(X, -exponents[:, None])
+        return exponents, np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
 
 
 SPARSE_ROW_BLOCK = 65536
@@ -547,8 +609,13 @@ def kernel_loss(loss) -> tuple[int, float] | None:
     """``(code, parameter)`` of the C derivative of ``loss`` in :mod:`._kernel`, or None.
 
     Exact types only: a subclass may change ``derivative``. Multiclass losses have none (the
-    reference runs them).
+    reference runs them). A :class:`~skdpsco.losses.WeightedLoss` has its base's: the kernel
+    multiplies each row's derivative by its weight (:func:`kernel_targets`), so a weighted fit
+    takes the same path whatever the weights' values (a path chosen on their values would make
+    the fit's time tell, e.g., whether every weight equals ``max_weight``).
     """
+    if type(loss) is WeightedLoss:
+        return kernel_loss(loss.base)
     codes = _kernel.LOSS_CODES
     kind = type(loss)
     if kind is LogisticLoss:
@@ -621,16 +688,26 @@ def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radi
     total = total if average else np.empty_like(w)
     if not (w.dtype == total.dtype == np.float64 and w.flags.c_contiguous and total.flags.c_contiguous):
         raise ValueError("w and total must be C-contiguous float64 vectors.")
-    y = np.ascontiguousarray(batches.y, dtype=np.float64)
+    y, weights = kernel_targets(batches.y)
     run, work = _kernel_of_rows(batches.X, w, sizes)
     start = 0
     chunks = [slice(first, first + KERNEL_CHUNK_STEPS) for first in range(0, steps.size, KERNEL_CHUNK_STEPS)]
     for chunk, noise in zip(chunks, _noise_of_chunks(rng, noise_stds, chunks, w.size)):
         start = run(
-            y, order, start, sizes[chunk], steps[chunk], noise, (noise_stds[chunk] > 0).view(np.uint8),
+            y, weights, order, start, sizes[chunk], steps[chunk], noise, (noise_stds[chunk] > 0).view(np.uint8),
             w, total, work, code, parameter, gradient.l2_penalty, 0.0 if radius is None else float(radius),
             average, batches.cycle,
         )
+
+
+def kernel_targets(targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, weights)`` for the compiled loop: the labels as float64, and the relative weights of
+    :func:`~skdpsco.losses.weighted_targets` (a structured array with fields ``'y'`` and
+    ``'weight'``), or an empty array for plain targets (an unweighted loss)."""
+    if targets.dtype.names is None:
+        return np.ascontiguousarray(targets, dtype=np.float64), np.empty(0)
+    return (np.ascontiguousarray(targets["y"], dtype=np.float64),
+            np.ascontiguousarray(targets["weight"], dtype=np.float64))
 
 
 def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray):

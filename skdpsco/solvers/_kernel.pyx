@@ -8,7 +8,8 @@ One call runs a chunk of consecutive steps of
 
 on a vector ``w`` of shape (p,), reading the rows ``X[order[start:start + B_t]]`` in place (no
 copy of ``X``), with the loss derivative ``phi'`` in C (one code per loss of
-:mod:`skdpsco.losses` / :mod:`skdpsco.smoothing`, :data:`LOSS_CODES`). The kernel draws no
+:mod:`skdpsco.losses` / :mod:`skdpsco.smoothing`, :data:`LOSS_CODES`), times the row's relative
+weight ``c_i`` for a weighted loss (:class:`skdpsco.losses.WeightedLoss`). The kernel draws no
 randomness: the noise rows ``xi_t`` are drawn by :func:`skdpsco.solvers._core.gaussian_noise`, the
 one place privacy noise is drawn, and passed in, so the privacy audits that weaken that function
 exercise this kernel. The numpy loop of ``_core.py`` is the reference; ``tests/test_kernel.py``
@@ -24,8 +25,8 @@ and ``indptr`` arrays): a step reads only the stored entries of its rows, and co
 instead of ``O(p)`` unless it is noisy (see its docstring for how, and how exactly).
 """
 
-from libc.math cimport INFINITY, exp, erfc, fabs, frexp, isfinite, pow, sqrt
-from libc.float cimport DBL_MIN
+from libc.math cimport INFINITY, exp, erfc, fabs, frexp, isfinite, ldexp, pow, sqrt
+from libc.float cimport DBL_MAX
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
@@ -134,6 +135,15 @@ cdef inline double _derivative(int code, double z, double y, double a) noexcept 
     return 2.0 * _ndtr((z - y) / a) - 1.0
 
 
+cdef inline double _row_derivative(int code, double z, const double *y, const double *weights, Py_ssize_t row,
+                                   double a) noexcept nogil:
+    """``c_row phi'(z, y[row])``: the derivative of row ``row``'s loss times its relative weight
+    ``weights[row]`` (:class:`skdpsco.losses.WeightedLoss`), or ``phi'`` itself when ``weights`` is
+    NULL (an unweighted fit: no product, its arithmetic as before)."""
+    cdef double value = _derivative(code, z, y[row], a)
+    return value * weights[row] if weights != NULL else value
+
+
 def derivative(int code, double a, const double[::1] z, const double[::1] y):
     """``phi'(z_i, y_i)`` of loss ``code`` with parameter ``a``, elementwise (for tests)."""
     out = np.empty(z.shape[0])
@@ -155,18 +165,16 @@ def gather_clipped_rows(
     return the number of rows with a NaN or an infinite entry (their ``out`` row is unspecified).
 
     The rows of ``X`` (shape (n, d)) gathered in ``order`` and clipped to ``l2`` norm at most
-    ``max_norm``, in one pass: each row is read once (prefetched, as the order is random), its
-    norm taken while it is in cache (from the row divided by its largest entry when the squared
-    norm overflows), and written scaled; the columns of ``out`` after the first ``d`` (e.g. an
-    intercept column) are set to ``fill``. The reference is
+    ``max_norm``, in one pass: each row is read once (prefetched, as the order is random), clipped
+    while it is in cache (:func:`_clip_row`: a row whose length overflows, or whose squares are
+    subnormal, is clipped like any other), and written; the columns of ``out`` after the first
+    ``d`` (e.g. an intercept column) are set to ``fill``. The reference is
     :func:`skdpsco.solvers._core.clip_rows` of ``X[order]``. ``order`` must index rows of ``X``.
     """
     cdef Py_ssize_t n = order.shape[0], d = X.shape[1], p = out.shape[1]
     cdef Py_ssize_t i, j, non_finite = 0
-    cdef double norm, scale
     cdef const double *Xp = &X[0, 0]
     cdef const Py_ssize_t *op = &order[0]
-    cdef const double *row
     cdef double *target
     if out.shape[0] != n or p < d:
         raise ValueError(f"out must have {n} rows and at least {d} columns; got shape {tuple(out.shape)[:2]}.")
@@ -175,41 +183,110 @@ def gather_clipped_rows(
     with nogil:
         for i in range(n):
             _prefetch_row(Xp, d, op, i, n)
-            row = Xp + op[i] * d
-            norm = sqrt(_dot(row, row, d))
-            if not isfinite(norm):
-                norm = _norm_without_overflow(row, d)
-                if not isfinite(norm):
-                    non_finite += 1
-                    continue
-            scale = max_norm / norm if norm > max_norm else 1.0
             target = &out[i, 0]
-            for j in range(d):
-                target[j] = scale * row[j]
+            if not _clip_row(Xp + op[i] * d, target, d, max_norm):
+                non_finite += 1
+                continue
             for j in range(d, p):
                 target[j] = fill
     return non_finite
 
 
-cdef double _norm_without_overflow(const double *row, Py_ssize_t d) noexcept nogil:
-    """``||row||`` as ``m ||row / m||`` with ``m`` the largest ``|entry|``; not finite iff an entry is not."""
+cdef double _SQUARES_LOW = 2.0 ** -900
+"""The smallest sum of squares from which a row's norm is read as ``sqrt`` of it: the squares that
+underflow (each below ``2**-1022``) then change it by a relative ``d 2**-122`` at most."""
+
+
+cdef inline bint _plain_squares(double squares) noexcept nogil:
+    """Whether a row's sum of squares gives its norm as ``sqrt(squares)``: in ``[2**-900,
+    DBL_MAX]`` (false for NaN). Outside, the squares overflowed or lost their precision among the
+    subnormals, and the row is measured by :func:`_scaled_norm`."""
+    return _SQUARES_LOW <= squares <= DBL_MAX
+
+
+cdef double _scaled_norm(const double *row, Py_ssize_t d, int *exponent) noexcept nogil:
+    """``||row|| 2**-e``, with ``e`` (stored in ``exponent``) the binary exponent of the row's largest
+    ``|entry|`` (``frexp``): in ``[1/2, sqrt(d))``, so the norm ``2**e`` times it is known even where
+    it exceeds the float range. The row is scaled by ``2**-e`` entry by entry (``ldexp``: exact,
+    whatever the range of ``e``), so no square overflows and none of a tiny row's squares is
+    subnormal. A zero row gives 0 (``e = 0``); the result is not finite iff an entry is not. The
+    numpy reference is :func:`skdpsco.solvers._core.scaled_row_norms`."""
     cdef double largest = 0.0, total = 0.0, u
     cdef Py_ssize_t j
+    exponent[0] = 0
     for j in range(d):
         u = fabs(row[j])
-        if not (u <= largest):  # also true for NaN
+        if not isfinite(u):  # NaN or infinity
+            return u
+        if u > largest:
             largest = u
-    if not isfinite(largest):
-        return largest
+    if largest == 0.0:
+        return 0.0
+    frexp(largest, exponent)
     for j in range(d):
-        u = row[j] / largest
+        u = ldexp(row[j], -exponent[0])
         total += u * u
-    return largest * sqrt(total)
+    return sqrt(total)
+
+
+cdef bint _clip_row(const double *row, double *target, Py_ssize_t d, double max_norm) noexcept nogil:
+    """``target = row * min(1, max_norm / ||row||)`` (``target`` may be ``row``); false, with
+    ``target`` unspecified, iff an entry is not finite.
+
+    The norm is ``sqrt`` of the sum of squares where that is exact (:func:`_plain_squares`), else
+    ``2**e r`` (:func:`_scaled_norm`), never formed: the row is longer than ``max_norm`` iff ``r >
+    max_norm 2**-e``, and then ``target_j = (row_j 2**-e) (max_norm / r)``, a product of a factor
+    in ``[-1, 1]`` and one in ``(max_norm / sqrt(d), 2 max_norm]``. A finite row is thereby clipped
+    like any other however long it is; an error on a finite row of one dataset and not on its
+    neighbour would be a release no mechanism accounts for (``DESIGN.md``, "Privacy model")."""
+    cdef double squares = _dot(row, row, d), norm, scale
+    cdef int exponent
+    cdef Py_ssize_t j
+    if _plain_squares(squares):
+        norm = sqrt(squares)
+        scale = max_norm / norm if norm > max_norm else 1.0
+        for j in range(d):
+            target[j] = scale * row[j]
+        return True
+    norm = _scaled_norm(row, d, &exponent)
+    if not isfinite(norm):
+        return False
+    if norm > ldexp(max_norm, -exponent):
+        scale = max_norm / norm
+        for j in range(d):
+            target[j] = ldexp(row[j], -exponent) * scale
+    elif target != row:
+        for j in range(d):
+            target[j] = row[j]
+    return True
+
+
+def scaled_row_norms(const double[:, ::1] X):
+    """``(exponents, scaled)``: :func:`_scaled_norm` of every row of ``X`` (for tests: the numpy
+    :func:`skdpsco.solvers._core.scaled_row_norms` is its reference)."""
+    cdef Py_ssize_t n = X.shape[0], i
+    exponents = np.zeros(n, dtype=np.intc)
+    scaled = np.zeros(n)
+    cdef int[::1] e = exponents
+    cdef double[::1] r = scaled
+    for i in range(n):
+        r[i] = _scaled_norm(&X[i, 0], X.shape[1], &e[i])
+    return exponents, scaled
+
+
+cdef const double *_weights_of(const double[::1] weights, Py_ssize_t n_rows) except? NULL:
+    """The weights of a weighted loss as a C array, NULL for an unweighted one (no weights)."""
+    if weights.shape[0] == 0:
+        return NULL
+    if weights.shape[0] != n_rows:
+        raise ValueError(f"weights must have one entry per row of X ({n_rows}) or none; got {weights.shape[0]}.")
+    return &weights[0]
 
 
 def run_steps(
     const double[:, ::1] X,
     const double[::1] y,
+    const double[::1] weights,
     const Py_ssize_t[::1] order,
     Py_ssize_t start,
     const Py_ssize_t[::1] batch_sizes,
@@ -234,6 +311,9 @@ def run_steps(
         ``cycle``, a batch that would run past the end of ``order`` starts again at its
         beginning (passes over the data: ``order = arange(n)`` and batches of ``n`` rows are
         full-batch steps).
+    weights : the relative weight ``c_i`` in ``[0, 1]`` of every row of ``X`` (a weighted loss,
+        :class:`skdpsco.losses.WeightedLoss`: row ``i``'s derivative times ``c_i``), or an empty
+        array for an unweighted one. Weighted rows run this same loop, whatever their values.
     batch_sizes, steps : int and float arrays of shape (T,), one entry per step.
     noise : array of shape (number of noisy steps, p)
         The noise rows, consumed in order by the steps with ``noisy[t] != 0``.
@@ -251,6 +331,8 @@ def run_steps(
     cdef double *tp = &total[0]
     cdef const double *Xp = &X[0, 0]
     cdef const Py_ssize_t *op = &order[0]
+    cdef const double *yp = &y[0] if y.shape[0] else NULL
+    cdef const double *cp = _weights_of(weights, X.shape[0])
     with nogil:
         for t in range(T):
             B = batch_sizes[t]
@@ -264,7 +346,7 @@ def run_steps(
                 _prefetch_row(Xp, p, op, start, n_order)
                 row = op[start]
                 z = _dot(Xp + row * p, wp, p)
-                c = -eta * _derivative(code, z, y[row], a)
+                c = -eta * _row_derivative(code, z, yp, cp, row, a)
                 if l2_penalty != 0.0:
                     _scale(1.0 - eta * l2_penalty, wp, p)
                 _axpy(c, Xp + row * p, wp, p)
@@ -275,7 +357,7 @@ def run_steps(
                     _prefetch_row(Xp, p, op, i, n_order)
                     row = op[i]
                     z = _dot(Xp + row * p, wp, p)
-                    _axpy(_derivative(code, z, y[row], a) / B, Xp + row * p, gp, p)
+                    _axpy(_row_derivative(code, z, yp, cp, row, a) / B, Xp + row * p, gp, p)
                 if l2_penalty != 0.0:
                     _axpy(l2_penalty, wp, gp, p)
                 _axpy(-eta, gp, wp, p)
@@ -390,6 +472,7 @@ def run_sparse_steps(
     const index_t[::1] indices,
     const index_t[::1] indptr,
     const double[::1] y,
+    const double[::1] weights,
     const Py_ssize_t[::1] order,
     Py_ssize_t start,
     const Py_ssize_t[::1] batch_sizes,
@@ -407,7 +490,8 @@ def run_sparse_steps(
     bint cycle=False,
 ):
     """:func:`run_steps` on the rows of a CSR matrix ``X`` given by its arrays ``data``,
-    ``indices`` and ``indptr`` (int32 or int64, the same for both): same parameters, same steps,
+    ``indices`` and ``indptr`` (int32 or int64, the same for both), the ``weights`` of its rows as
+    there: same parameters, same steps,
     the same noise rows consumed in the same order; return the index in ``order`` after the last
     row. ``work`` is a buffer of ``p + max(batch_sizes)`` entries.
 
@@ -452,6 +536,8 @@ def run_sparse_steps(
     cdef const index_t *ip = &indices[0] if indices.shape[0] else NULL
     cdef const index_t *rp = &indptr[0]
     cdef const Py_ssize_t *op = &order[0] if n_order else NULL
+    cdef const double *yp = &y[0] if y.shape[0] else NULL
+    cdef const double *cp = _weights_of(weights, indptr.shape[0] - 1)
     cdef const double *xi
     for t in range(T):
         largest = max(largest, batch_sizes[t])
@@ -482,7 +568,7 @@ def run_sparse_steps(
                     for i in range(first, last):
                         row = op[i]
                         z = s * _sparse_dot(xp, ip, rp[row], rp[row + 1], vp)
-                        dp[i - start] = _derivative(code, z, y[row], a) / B
+                        dp[i - start] = _row_derivative(code, z, yp, cp, row, a) / B
                     for i in range(first, last):
                         row = op[i]
                         _sparse_add(dp[i - start], xp, ip, rp[row], rp[row + 1], gp)
@@ -493,7 +579,7 @@ def run_sparse_steps(
                 for i in range(start, end):
                     row = op[i]
                     z = s * _sparse_dot(xp, ip, rp[row], rp[row + 1], vp)
-                    dp[i - start] = _derivative(code, z, y[row], a) / B
+                    dp[i - start] = _row_derivative(code, z, yp, cp, row, a) / B
                 if l2_penalty != 0.0:
                     s *= 1.0 - eta * l2_penalty
                     if not (low <= fabs(s) <= high):
@@ -551,10 +637,11 @@ def map_block(
 
     Each row is read once and mapped while it is in cache: the arithmetic of the numpy maps entry
     by entry (the same products, differences and quotients, in the same order), except that a
-    row's norm sums its squares in another order (four partial sums, as :func:`_dot`). Returns
-    -1, or the first row whose numpy map takes a path not compiled here (a squared norm that
-    overflows, an entry of magnitude at least ``2**1023`` after a division by powers of two):
-    the caller then maps the block with numpy. A clip of float32 rows to an infinite bound is
+    row's norm sums its squares in another order (four partial sums, as :func:`_dot`; a row whose
+    length overflows is clipped by :func:`_clip_row`, as :func:`~skdpsco.solvers._core.clip_rows`
+    clips it). Returns -1, or the first row whose numpy map takes a path not compiled here (an
+    entry of magnitude at least ``2**1023`` after a division by powers of two, or one that is not
+    finite): the caller then maps the block with numpy. A clip of float32 rows to an infinite bound is
     skipped (their norms are finite: it multiplies by 1), and so is the check of a division whose
     entries cannot reach ``2**1023`` (float32 entries, or entries after a clip, times the largest
     factor).
@@ -603,7 +690,7 @@ cdef Py_ssize_t _map_rows(const source_t[:, ::1] raw, double[:, ::1] out, const 
     vectorises: no branch inside them)."""
     cdef Py_ssize_t n = raw.shape[0], d = raw.shape[1], n_maps = codes.shape[0]
     cdef Py_ssize_t i, j, k, v
-    cdef double norm, factor, bound, largest
+    cdef double norm, bound, largest
     cdef double *x
     cdef const source_t *row
     cdef const double *first
@@ -619,12 +706,8 @@ cdef Py_ssize_t _map_rows(const source_t[:, ::1] raw, double[:, ::1] out, const 
                 bound = scalars[k]
                 if source_t is float and bound == INFINITY:
                     continue
-                norm = sqrt(_dot(x, x, d))
-                if not isfinite(norm):
+                if not _clip_row(x, x, d, bound):
                     return i
-                factor = bound / (norm if norm > DBL_MIN else DBL_MIN)
-                if factor < 1.0:
-                    _scale(factor, x, d)
             elif codes[k] == DIVIDE:
                 first = &vectors[v, 0]
                 v += 1
