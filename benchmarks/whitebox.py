@@ -634,20 +634,32 @@ def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_
     before their squares are summed, and the standardised rows the solver reads (clipped to
     ``clip_factor * C``, still divided by ``C``).
     """
+    from skdpsco import rows as fused_rows
     from skdpsco.linear_model import _base, _bounds, _scaling
 
     patched = {}
     if clip_factor != 1.0:
         clip, gather, standardise = _base.clip_rows, _base.clipped_rows_in_order, _scaling.standardise_rows
+        fused = {name: getattr(fused_rows, name) for name in ("divide_clip_and_sum", "centred_square_sums", "standardise")}
 
         def loose_standardise(rows, mean, scale, clip_norm):
             standardise(rows, mean, scale, clip_factor * clip_norm)
             rows *= clip_factor
 
+        def loose_fused_standardise(rows, n_features, mean, scale, clip_norm):
+            fused["standardise"](rows, n_features, mean, scale, clip_factor * clip_norm)
+            rows[:, :n_features] *= clip_factor
+
         patched = {
             (_base, "clip_rows"): lambda X, max_norm, out=None: clip(X, clip_factor * max_norm, out=out),
             (_base, "clipped_rows_in_order"): lambda X, order, max_norm, fill=None: gather(X, order, clip_factor * max_norm, fill),
             (_scaling, "standardise_rows"): loose_standardise,
+            # the in-memory rows' fused passes (:mod:`skdpsco.rows`): the same clips, loosened
+            (fused_rows, "divide_clip_and_sum"): lambda rows, d, scales, bound: fused["divide_clip_and_sum"](
+                rows, d, scales, clip_factor * bound),
+            (fused_rows, "centred_square_sums"): lambda rows, d, mean, clip: fused["centred_square_sums"](
+                rows, d, mean, clip_factor * clip),
+            (fused_rows, "standardise"): loose_fused_standardise,
             (_scaling, "clip_rows"): lambda X, max_norm, out=None: clip(X, clip_factor * max_norm, out=out),
         }
     originals = {key: getattr(*key) for key in patched}
@@ -749,14 +761,14 @@ def scaling_release_run(X, seed, data_norm, pure, epsilon):
     """One scaled fit's scaling releases on ``X`` (the estimator's own methods), returning the
     plan's event and the released feature scales."""
     from skdpsco import DPLogisticRegression
-    from skdpsco.linear_model import _base
+    from skdpsco.linear_model import _base, _scaling
 
     model = DPLogisticRegression(epsilon=epsilon, delta=0.0 if pure else DELTA, data_norm=data_norm)
     n, d = X.shape
     plan = model._plan_scaling(n, d)
     norm = model._data_norm
     rows = _base.clipped_rows_in_order(X, np.arange(n), np.inf if norm is None else norm, fill=model._solver_data_norm)
-    feature_scales, *_ = model._standardise(rows, plan, np.random.default_rng(seed))
+    feature_scales, *_ = model._standardise(_scaling.feature_passes(rows, d), plan, np.random.default_rng(seed))
     return plan.dp_event, feature_scales
 
 

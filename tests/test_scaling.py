@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from sklearn.preprocessing import Normalizer
 
+import skdpsco.rows as fused_rows
 import skdpsco.linear_model._scaling as scaling
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
@@ -189,13 +190,13 @@ def test_prediction_standardises_and_clips_as_fit_does(monkeypatch):
     the trained model's on the clipped standardised row (the folded linear model alone would
     extrapolate it)."""
     trained = {}
-    original = scaling.standardise_rows
+    original = fused_rows.standardise  # the in-memory rows' standardisation pass
 
-    def keep(rows, mean, scale, clip_norm):
-        original(rows, mean, scale, clip_norm)
-        trained["rows"] = rows.copy()
+    def keep(rows, n_features, mean, scale, clip_norm):
+        original(rows, n_features, mean, scale, clip_norm)
+        trained["rows"] = rows[:, :n_features].copy()
 
-    monkeypatch.setattr(scaling, "standardise_rows", keep)
+    monkeypatch.setattr(fused_rows, "standardise", keep)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3)) * [1.0, 30.0, 0.01] + [0.0, 100.0, 0.0]
     y = (X[:, 0] > 0).astype(int)

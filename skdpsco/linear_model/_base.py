@@ -45,7 +45,6 @@ from ..solvers._core import (
     clip_rows,
     clipped_rows_in_order,
     is_dask,
-    row_norms,
     with_constant_column,
 )
 from . import _bounds, _scaling
@@ -533,11 +532,15 @@ class BaseDPLinearModel(BaseEstimator):
             target_scale = _bounds.release_bound(np.abs(tasks[0]), bounds["target"], target_rng,
                                                  fallback_cap=_bounds.FALLBACK_CAP)
             tasks = [_bounds.scale_targets(task, target_scale) for task in tasks]
+        # every read of the rows before the solver goes through their passes (fused in memory)
+        passes, sums = _scaling.feature_passes(rows, n_features), None
         if "rows" in bounds:
-            rows, feature_scales, row_norm = self._divide_by_row_bound(rows, bounds["rows"], row_rng)
+            feature_scales, sums = self._divide_by_row_bound(passes, bounds["rows"], row_rng)
+            row_norm = _bounds.SCALED_BOUND
         if scaling is not None:
-            rows, magnitudes, *standardisation = self._standardise(rows, scaling, order_rng.spawn(1)[0])
+            magnitudes, *standardisation = self._standardise(passes, scaling, order_rng.spawn(1)[0], sums)
             feature_scales, row_norm = feature_scales * magnitudes, scaling.data_norm
+        rows = passes.rows
         if late_intercept and fill is not None:
             rows = with_constant_column(rows, fill)
         task_rngs = task_rng.spawn(len(tasks))
@@ -647,17 +650,14 @@ class BaseDPLinearModel(BaseEstimator):
             share += _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if magnitudes else 0.0)
         return share
 
-    def _divide_by_row_bound(self, rows, plan, rng: np.random.Generator) -> tuple:
+    def _divide_by_row_bound(self, passes, plan, rng: np.random.Generator) -> tuple:
         """Release a power of two ``s`` above most row norms (:func:`~._bounds.release_bound`),
-        divide the rows' features by it and clip them to :data:`~._bounds.SCALED_BOUND` (in place
-        for in-memory rows, a lazy map for Dask rows). Returns ``(rows, feature_scales,
-        row_norm)``, the last two in the form prediction reads them."""
-        with_intercept = self.fit_intercept and isinstance(rows, np.ndarray)  # dense rows carry it
-        features = rows[:, :-1] if with_intercept else rows
-        scales = np.full(features.shape[1], _bounds.release_bound(row_norms(features), plan, rng))
-        features = _scaling.divide_by_powers_of_two(features, scales, out=features)
-        features = clip_rows(features, _bounds.SCALED_BOUND, out=features)
-        return (rows if with_intercept else features), scales, _bounds.SCALED_BOUND
+        divide the features by it and clip the rows to :data:`~._bounds.SCALED_BOUND`, through
+        their ``passes`` (:func:`~._scaling.feature_passes`). Returns ``(feature_scales, sums)``:
+        the divisors in the form prediction reads them, and the clipped rows' column sums when
+        the pass computed them (else ``None``)."""
+        scales = np.full(passes.n_features, _bounds.release_bound(passes.row_norms(), plan, rng))
+        return scales, passes.divide_and_clip(scales, _bounds.SCALED_BOUND)
 
     def _store_released_bounds(self, bounds: dict, feature_scales: np.ndarray, target_scale: float) -> None:
         """``data_norm_`` (with ``data_norm='private'`` and no feature scaling) and ``y_bound_``
@@ -706,29 +706,24 @@ class BaseDPLinearModel(BaseEstimator):
         mu = self._budget_mu(n_samples, as_zcdp)
         return exact_gaussian_epsilon(mu * math.sqrt((1.0 - releases_share) / n_tasks), self._delta_for(n_samples))
 
-    def _standardise(self, rows: np.ndarray, scaling, rng: np.random.Generator) -> tuple:
+    def _standardise(self, passes, scaling, rng: np.random.Generator, sums: np.ndarray | None = None) -> tuple:
         """Release the rows' orders of magnitude when there is no public ``data_norm``, divide
-        and clip the rows, release their noisy moments and standardise them, in place
-        (:func:`~._scaling.release_magnitudes`, :func:`~._scaling.release_moments`,
-        :func:`~._scaling.standardise_rows`). Without an intercept the rows are scaled by their
-        root mean square but not centred (the model stays a linear map through the origin), as
-        ``StandardScaler(with_mean=False)`` does. Returns ``(rows, feature_scales, mean, scale,
-        C)``, the last four for :meth:`_fold_scaling` (dense rows are transformed in place, Dask
-        rows by lazy maps)."""
-        in_memory = isinstance(rows, np.ndarray)
-        features = rows[:, :scaling.n_features] if in_memory else rows
+        and clip the rows, release their noisy moments and standardise them
+        (:func:`~._scaling.release_magnitudes`, :func:`~._scaling.release_moments`), through
+        their ``passes`` (:func:`~._scaling.feature_passes`: in place in memory, lazy maps for
+        Dask rows); ``sums``, the column sums of the clipped rows when an earlier pass computed
+        them. Without an intercept the rows are scaled by their root mean square but not centred
+        (the model stays a linear map through the origin), as ``StandardScaler(with_mean=False)``
+        does. Returns ``(feature_scales, mean, scale, C)``, the last three for
+        :meth:`_fold_scaling`."""
         feature_scales = np.ones(scaling.n_features)
         if scaling.magnitude_noise is not None:
             magnitude_rng, rng = rng.spawn(2)
-            feature_scales = _scaling.release_magnitudes(features, scaling, magnitude_rng)
-            features = _scaling.divide_by_powers_of_two(features, feature_scales, out=features)
-            features = clip_rows(features, scaling.data_norm, out=features)
-        mean, scale = _scaling.release_moments(features, scaling, rng)
-        if in_memory:
-            _scaling.standardise_rows(features, mean, scale, scaling.clip_norm)
-        else:
-            rows = _scaling.standardised(features, mean, scale, scaling.clip_norm)
-        return rows, feature_scales, mean, scale, scaling.clip_norm
+            feature_scales = _scaling.release_magnitudes(passes, scaling, magnitude_rng)
+            sums = passes.divide_and_clip(feature_scales, scaling.data_norm)
+        mean, scale = _scaling.release_moments(passes, scaling, rng, sums)
+        passes.standardise(mean, scale, scaling.clip_norm)
+        return feature_scales, mean, scale, scaling.clip_norm
 
     def _fold_scaling(self, feature_scales: np.ndarray, standardisation, target_scale: float) -> None:
         """``coef_`` / ``intercept_`` on the clipped rows in the units of ``X`` and ``y``: the

@@ -41,10 +41,11 @@ import dp_accounting
 import numpy as np
 from scipy import sparse
 
+from .. import rows as fused_rows
 from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
 from ..solvers import growth
-from ..solvers._core import ROW_BLOCK, _dask, clip_rows, is_dask, release_noise
+from ..solvers._core import ROW_BLOCK, _dask, clip_rows, is_dask, release_noise, row_norms
 
 __all__ = [
     "CENTRED_NORM_FACTOR",
@@ -58,6 +59,7 @@ __all__ = [
     "STANDARDISED_NORM_FACTOR",
     "ScalingPlan",
     "divide_by_powers_of_two",
+    "feature_passes",
     "fold_scaling",
     "laplace_moments_sensitivity",
     "moment_sensitivities",
@@ -349,7 +351,7 @@ def plan_scaling(n_samples: int, n_features: int, data_norm: float | None, *, ga
     return ScalingPlan(int(n_samples), int(n_features), bound, noise, laplace, event, magnitude_noise, centred)
 
 
-def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generator) -> np.ndarray:
+def release_magnitudes(X, plan: ScalingPlan, rng: np.random.Generator) -> np.ndarray:
     """Per-feature power of two ``2**k_j``, the top of the window of :data:`MAGNITUDE_WINDOW`
     adjacent binary orders of magnitude that holds the most entries of feature ``j`` in the noisy
     histograms (:func:`magnitude_bins`, :func:`magnitude_sensitivity`), released through
@@ -367,8 +369,10 @@ def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     scale of the others (pixels, counts and ratings share one); a feature's own order, when
     larger, is most often its true one (the window of all its entries is the largest even when not
     significant) and at worst shrinks it. The top of the window, not its middle, errs towards
-    shrinking too. Measured in ``benchmarks/results/real_full.md``."""
-    counts = magnitude_counts(X)
+    shrinking too. Measured in ``benchmarks/results/real_full.md``.
+
+    ``X``: the rows, or their :func:`feature_passes`."""
+    counts = feature_passes(X, plan.n_features).magnitude_counts()
     width = counts.shape[1]
     noisy = noisy_release(counts, plan.magnitude_noise, rng, sensitivity=magnitude_sensitivity(plan.n_features, plan.laplace),
                           laplace=plan.laplace, release=release_noise)
@@ -380,8 +384,11 @@ def release_magnitudes(X: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     return 2.0 ** np.where(significant, exponents, np.maximum(exponents, fallback))
 
 
-def release_moments(rows: np.ndarray, plan: ScalingPlan, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Noisy per-feature mean and scale of ``rows`` (clipped to ``plan.data_norm``).
+def release_moments(rows, plan: ScalingPlan, rng: np.random.Generator,
+                    sums: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Noisy per-feature mean and scale of ``rows`` (clipped to ``plan.data_norm``; the rows or
+    their :func:`feature_passes`), from their column ``sums`` when the pass that clipped them
+    computed those.
 
     Two releases through :func:`skdpsco._secure.noisy_release` (when ``plan.centred``; the
     second alone otherwise, with a zero mean), on a grid with discrete noise in secure mode:
@@ -400,20 +407,103 @@ def release_moments(rows: np.ndarray, plan: ScalingPlan, rng: np.random.Generato
     mean, scale : ndarray of shape (n_features,)
     """
     d, n = plan.n_features, plan.n_samples
+    passes = feature_passes(rows, d)
     mean_sensitivity, second_sensitivity = moment_sensitivities(d, plan.laplace)
     mean = np.zeros(d)
     if plan.centred:
-        sums = column_sums(rows) / plan.data_norm
+        sums = (passes.column_sums() if sums is None else sums) / plan.data_norm
         noisy_sums = noisy_release(sums, plan.noise_scale, rng, sensitivity=mean_sensitivity, laplace=plan.laplace,
                                    release=release_noise)
         mean = noisy_sums * plan.data_norm / n
     clip = plan.centred_norm
-    squares = centred_square_sums(rows, mean, clip) / clip**2
+    squares = passes.centred_square_sums(mean, clip) / clip**2
     noisy_squares = noisy_release(squares, plan.noise_scale, rng, sensitivity=second_sensitivity, laplace=plan.laplace,
                                   release=release_noise)
     second = noisy_squares * clip**2 / n
     variance = np.maximum(second, plan.moment_noise_std * clip**2)
     return mean, np.sqrt(variance)
+
+
+class _FusedPasses:
+    """The scaling's passes over a fit's in-memory rows (:func:`skdpsco.rows.fused_layout`: one
+    C-contiguous float64 array, the ``n_features`` features first): the fused kernels of
+    :mod:`skdpsco.rows`, one pass each, the rows rewritten in place."""
+
+    def __init__(self, rows: np.ndarray, n_features: int):
+        self.rows, self.n_features = rows, int(n_features)
+
+    def row_norms(self) -> np.ndarray:
+        return row_norms(self.rows[:, :self.n_features])
+
+    def magnitude_counts(self) -> np.ndarray:
+        return fused_rows.magnitude_counts(self.rows, self.n_features, MAGNITUDE_RANGE)
+
+    def divide_and_clip(self, scales: np.ndarray, bound: float) -> np.ndarray:
+        """Divide by the powers of two ``scales`` and clip to ``bound``, in place; returns the
+        column sums of the result, computed in the same pass."""
+        return fused_rows.divide_clip_and_sum(self.rows, self.n_features, scales, bound)
+
+    def column_sums(self) -> np.ndarray:
+        return self.rows[:, :self.n_features].sum(axis=0)
+
+    def centred_square_sums(self, mean: np.ndarray, clip: float) -> np.ndarray:
+        return fused_rows.centred_square_sums(self.rows, self.n_features, mean, clip)
+
+    def standardise(self, mean: np.ndarray, scale: np.ndarray, clip_norm: float) -> None:
+        fused_rows.standardise(self.rows, self.n_features, mean, scale, clip_norm)
+
+
+class _ReferencePasses:
+    """The same passes over rows the fused kernels do not read: the rows of a Dask fit (lazy maps
+    and block sums, :mod:`skdpsco._dask`), CSR rows, or an array of another layout (the numpy
+    functions of this module, a block of rows at a time). ``rows`` holds the rows the solver will
+    read: rewritten in place in memory, the new lazy map of Dask rows."""
+
+    def __init__(self, rows, n_features: int):
+        self.in_memory = isinstance(rows, np.ndarray)
+        self.rows, self.n_features = rows, int(n_features)
+        self.features = rows[:, :n_features] if self.in_memory else rows
+
+    def _replace(self, features) -> None:
+        self.features = features
+        if not self.in_memory:
+            self.rows = features
+
+    def row_norms(self) -> np.ndarray:
+        return row_norms(self.features)
+
+    def magnitude_counts(self) -> np.ndarray:
+        return magnitude_counts(self.features)
+
+    def divide_and_clip(self, scales: np.ndarray, bound: float) -> None:
+        """Divide by the powers of two ``scales`` and clip to ``bound``; no sums (``None``): they
+        take a pass of their own where they are needed."""
+        divided = divide_by_powers_of_two(self.features, scales, out=self.features)
+        self._replace(clip_rows(divided, bound, out=divided))
+
+    def column_sums(self) -> np.ndarray:
+        return column_sums(self.features)
+
+    def centred_square_sums(self, mean: np.ndarray, clip: float) -> np.ndarray:
+        return centred_square_sums(self.features, mean, clip)
+
+    def standardise(self, mean: np.ndarray, scale: np.ndarray, clip_norm: float) -> None:
+        if self.in_memory:
+            standardise_rows(self.features, mean, scale, clip_norm)
+        else:
+            self._replace(standardised(self.features, mean, scale, clip_norm))
+
+
+def feature_passes(rows, n_features: int):
+    """The passes of the scaling and of the private row bound over ``rows``, whose first
+    ``n_features`` columns are the features: the fused kernels for a fit's in-memory array, the
+    reference functions for any other layout (the one place the scaling branches on the layout
+    of the rows). Passes given are returned as they are."""
+    if isinstance(rows, (_FusedPasses, _ReferencePasses)):
+        return rows
+    if fused_rows.fused_layout(rows):
+        return _FusedPasses(rows, n_features)
+    return _ReferencePasses(rows, n_features)
 
 
 def column_sums(rows) -> np.ndarray:
