@@ -4,6 +4,7 @@ samplers (CKS20), the grid releases and their accounting, and a privacy audit wi
 import math
 import os
 import pickle
+import threading
 import warnings
 
 import dp_accounting
@@ -34,23 +35,118 @@ def _rows(n=400, d=3, seed=0):
 
 
 # -- configuration ------------------------------------------------------------------------------
-def test_config_context_sets_and_restores_secure_noise():
+def test_config_context_holds_secure_noise_through_nesting_and_exceptions():
     assert skdpsco.get_config() == {"secure_noise": False}
     with skdpsco.config_context(secure_noise=True):
         assert skdpsco.get_config()["secure_noise"] is True
-        with pytest.raises(RuntimeError):
-            with skdpsco.config_context(secure_noise=False):
-                assert not skdpsco.get_config()["secure_noise"]
-                raise RuntimeError
-        assert skdpsco.get_config()["secure_noise"] is True
+        with pytest.raises(RuntimeError, match="boom"):
+            with skdpsco.config_context(secure_noise=True):
+                raise RuntimeError("boom")
+        assert skdpsco.get_config()["secure_noise"] is True  # the inner block released its own hold only
     assert skdpsco.get_config()["secure_noise"] is False
+    with pytest.raises(RuntimeError, match="boom"):
+        with skdpsco.config_context(secure_noise=True):
+            raise RuntimeError("boom")
+    assert skdpsco.get_config()["secure_noise"] is False
+    with skdpsco.config_context(secure_noise=False):  # off already: nothing to switch off
+        assert skdpsco.get_config()["secure_noise"] is False
     skdpsco.set_config(secure_noise=True)
     try:
         assert _secure.secure_mode()
+        with skdpsco.config_context(secure_noise=True):
+            pass
+        assert _secure.secure_mode()  # the block's exit does not end set_config's hold
     finally:
         skdpsco.set_config(secure_noise=False)
+    assert skdpsco.get_config()["secure_noise"] is False
     with pytest.raises(ValueError, match="secure_noise"):
         skdpsco.set_config(secure_noise="yes")
+    with pytest.raises(ValueError, match="secure_noise"):
+        with skdpsco.config_context(secure_noise=1):
+            pass
+
+
+def _in_thread(target):
+    """Start ``target`` in a thread; its exception, if any, is kept in the returned list."""
+    errors = []
+
+    def run():
+        try:
+            target()
+        except BaseException as error:  # re-raised by the test in the main thread
+            errors.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, errors
+
+
+def test_a_block_keeps_secure_mode_when_another_threads_block_exits_first():
+    """Thread A enters a secure block, thread B enters one, A exits: B's fits stay in secure mode
+    (a saved-and-restored value would have restored A's "off" under B's block)."""
+    from skdpsco.linear_model._base import _generator
+
+    X, y = _rows(n=200)
+    a_entered, b_entered, a_exited = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def thread_a():
+        with skdpsco.config_context(secure_noise=True):
+            a_entered.set()
+            assert b_entered.wait(10)
+        a_exited.set()
+
+    def thread_b():
+        assert a_entered.wait(10)
+        with skdpsco.config_context(secure_noise=True):
+            b_entered.set()
+            assert a_exited.wait(10)
+            seen["config"] = skdpsco.get_config()["secure_noise"]
+            seen["generator"] = _secure.is_secure(_generator(None))
+            with pytest.raises(ValueError, match="random_state=0 is refused in secure mode"):
+                DPLpRegression(random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+            model = DPLpRegression(accountant=PrivacyAccountant()).fit(X, y)
+            seen["zcdp"] = "ZCDpEvent" in repr(model.dp_event_)
+
+    (a, a_errors), (b, b_errors) = _in_thread(thread_a), _in_thread(thread_b)
+    a.join(60)
+    b.join(60)
+    assert not a_errors and not b_errors, a_errors + b_errors
+    assert seen == {"config": True, "generator": True, "zcdp": True}
+    assert skdpsco.get_config()["secure_noise"] is False  # both blocks closed
+
+
+def test_switching_secure_mode_off_while_it_is_held_is_refused():
+    holding, done = threading.Event(), threading.Event()
+
+    def hold():
+        with skdpsco.config_context(secure_noise=True):
+            holding.set()
+            assert done.wait(10)
+
+    thread, errors = _in_thread(hold)
+    assert holding.wait(10)
+    try:
+        with pytest.raises(RuntimeError, match=r"set_config\(secure_noise=False\) is refused: .*1 open config_context"):
+            skdpsco.set_config(secure_noise=False)
+        with pytest.raises(RuntimeError, match=r"config_context\(secure_noise=False\) is refused"):
+            with skdpsco.config_context(secure_noise=False):
+                pass
+        assert skdpsco.get_config()["secure_noise"] is True
+    finally:
+        done.set()
+        thread.join(10)
+    assert not errors
+    assert skdpsco.get_config()["secure_noise"] is False
+    skdpsco.set_config(secure_noise=True)
+    try:  # set_config's hold: a block cannot switch it off for its thread only
+        with pytest.raises(RuntimeError, match=r"held on by skdpsco.set_config\(secure_noise=True\)\. "):
+            with skdpsco.config_context(secure_noise=False):
+                pass
+        assert skdpsco.get_config()["secure_noise"] is True
+    finally:
+        skdpsco.set_config(secure_noise=False)  # no block open: the explicit switch takes effect
+    assert skdpsco.get_config()["secure_noise"] is False
 
 
 # -- the bit generator --------------------------------------------------------------------------
