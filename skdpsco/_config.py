@@ -83,10 +83,10 @@ def set_config(secure_noise: bool | None = None) -> None:
         subsampling, stopping times) from the operating system's cryptographically secure
         generator (:class:`skdpsco._osrandom.OSRandom`) instead of numpy's seeded PCG64, refuses a
         ``random_state`` other than ``None``, and releases the single noisy statistics (output
-        perturbation, the feature scaling's moments and histograms, the private bounds,
-        :class:`~skdpsco.DPStandardScaler`, the search's noisy scores) on a grid with exact
-        discrete noise (Canonne, Kamath & Steinke 2020), immune to the floating-point attacks of
-        Mironov (2012). ``False``: numpy's generator
+        perturbation, the feature scaling's moments and histograms, the private bounds, the
+        Newton solver's gradients and Hessians, :class:`~skdpsco.DPStandardScaler`, the search's
+        noisy scores) on a grid with exact discrete noise (Canonne, Kamath & Steinke 2020),
+        immune to the floating-point attacks of Mironov (2012). ``False``: numpy's generator
         (reproducible with a seed, for experiments), unless a ``config_context(secure_noise=True)``
         block holds secure mode on (below). ``None``: unchanged. See the user guide's "Secure
         mode".
