@@ -480,7 +480,7 @@ class PrivateNewton:
     floor_factor: float = 1.0
 
     requires_smooth_loss = True
-    grid_releases = True  # every noise draw is one release of a gradient or a Hessian: a grid release in secure mode (skdpsco._secure)
+    grid_releases = True  # each gradient and Hessian release is a grid release in secure mode (module docstring)
 
     def __post_init__(self):
         def integer(value, low):
