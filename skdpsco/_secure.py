@@ -55,11 +55,11 @@ multiplied by ``1 + 2**-GRID_BITS`` to absorb that (and float rounding of the sc
 
 What remains outside (user guide, "Secure mode"): iterative mechanisms whose noise is added at
 every step inside the optimiser (noisy GD, DP-SGD, PNSGD, Snowball, FTRL, the compiled loop) draw
-continuous floating-point Gaussians, from the secure source; objective
-perturbation (its proof needs the density of a continuous linear term); the exponential mechanism
-of :func:`skdpsco.inverse_sensitivity_location` (floating-point weights); and the sensitivity of
-the floating-point computation of ``value`` itself (summation order, Casacuberta et al. 2022),
-which the grid's margin does not claim to cover.
+continuous floating-point Gaussians, from the secure source; objective perturbation (its proof
+needs the density of a continuous linear term); the exponential mechanism of
+:func:`skdpsco.inverse_sensitivity_location` (floating-point weights); and the sensitivity of the
+floating-point computation of ``value`` itself (summation order, Casacuberta et al. 2022), which
+the grid's margin does not claim to cover.
 """
 
 from __future__ import annotations

@@ -364,13 +364,14 @@ def test_scaler_audit_passes_in_secure_mode():
     check_audit("scaler_secure")
 
 
-def test_secure_benchmark_harness_writes_the_ratio(tmp_path):
+@pytest.mark.parametrize("estimator, stem", [("logistic", "secure"), ("least_squares", "secure_least_squares")])
+def test_secure_benchmark_harness_writes_the_ratio(tmp_path, estimator, stem):
     from benchmarks import secure as bench
 
-    (row,) = bench.main(["--sizes", "3000x3", "--repeats", "1", "--out", str(tmp_path)])
+    (row,) = bench.main(["--sizes", "3000x3", "--repeats", "1", "--estimator", estimator, "--out", str(tmp_path)])
     assert row["ratio"] == pytest.approx(row["secure"]["fit_s"] / row["default"]["fit_s"])
     assert row["secure"]["epsilon"] <= 1.0 and row["default"]["epsilon"] <= 1.0
-    lines = [line for line in (tmp_path / "secure.md").read_text().splitlines() if line.startswith("| 3e+03")]
+    lines = [line for line in (tmp_path / f"{stem}.md").read_text().splitlines() if line.startswith("| 3e+03")]
     assert len(lines) == 1 and f"{row['ratio']:.2f}x" in lines[0]
 
 

@@ -112,8 +112,8 @@ release above is a grid release with exact discrete Gaussian noise
 floating-point sum ``value + noise`` of Mironov (2012) is ever released: the gradient with its
 planned ``(s_t, Delta_t)``, the Hessian as the vector ``u(H)`` with ``(s, Delta_H)``. The grid's
 rounding margin is computed from the ``l2`` sensitivity of the vector released, and ``Delta_H``
-is exactly that for ``u(H)`` (the isometry above; for the plain upper triangle it would not be);
-the matrix is then ``u^{-1}`` of the released vector, post-processing. Each grid release is
+is exactly that for ``u(H)`` (the isometry above: ``||u(H) - u(H')||_2 = ||H - H'||_F``); the
+matrix is then ``u^{-1}`` of the released vector, post-processing. Each grid release is
 ``Delta**2 / (2 s**2)``-zCDP, the ``rho`` of the planned Gaussian release (Canonne, Kamath &
 Steinke 2020, Thm 4 and 14), and zCDP composes adaptively by adding the ``rho`` (Bun & Steinke
 2016): the fit's event is the planned composition with every Gaussian event read as the zCDP
