@@ -20,7 +20,8 @@ changes two things in every fit.
 2. **Single noisy releases on a grid** (:func:`noisy_release`): a release ``value + noise`` of a
    data-dependent ``value`` with one noise draw (output perturbation, the feature scaling's
    histograms and moments, the private bounds, :class:`~skdpsco.DPStandardScaler`, the noisy
-   score of a search trial, a phase's or an epoch's point) is made on the grid ``gamma Z^d``:
+   score of a search trial, a phase's or an epoch's point, each gradient and Hessian of the
+   private Newton method, :mod:`skdpsco.solvers.newton`) is made on the grid ``gamma Z^d``:
    ``gamma * (round(value / gamma) + Z)`` with ``Z`` exact discrete Gaussian (Canonne, Kamath &
    Steinke 2020, "CKS20", Algorithm 3) or discrete Laplace (CKS20 Algorithm 2) noise, sampled
    with integer arithmetic only from the generator's bits (:func:`discrete_gaussian_noise`,
@@ -53,12 +54,12 @@ multiplied by ``1 + 2**-GRID_BITS`` to absorb that (and float rounding of the sc
   ``pure_dp_event`` holds as it is.
 
 What remains outside (user guide, "Secure mode"): iterative mechanisms whose noise is added at
-every step inside the optimiser (noisy GD, DP-SGD, PNSGD, Snowball, FTRL, the Newton solver, the
-compiled loop) draw continuous floating-point Gaussians, from the secure source; objective
-perturbation (its proof needs the density of a continuous linear term); the exponential mechanism
-of :func:`skdpsco.inverse_sensitivity_location` (floating-point weights); and the sensitivity of
-the floating-point computation of ``value`` itself (summation order, Casacuberta et al. 2022),
-which the grid's margin does not claim to cover.
+every step inside the optimiser (noisy GD, DP-SGD, PNSGD, Snowball, FTRL, the compiled loop) draw
+continuous floating-point Gaussians, from the secure source; objective perturbation (its proof
+needs the density of a continuous linear term); the exponential mechanism of
+:func:`skdpsco.inverse_sensitivity_location` (floating-point weights); and the sensitivity of the
+floating-point computation of ``value`` itself (summation order, Casacuberta et al. 2022), which
+the grid's margin does not claim to cover.
 """
 
 from __future__ import annotations

@@ -95,6 +95,47 @@ def test_packing_is_an_isometry_and_unpacking_inverts_it():
     assert noise[:, 0, 1].var() == pytest.approx(0.5, rel=0.1)
 
 
+@pytest.mark.parametrize("coef_shape", [(4,), (3, 4)])
+def test_secure_run_releases_on_the_grid_of_the_planned_sensitivities(monkeypatch, coef_shape):
+    """With a secure generator the gradients and the packed Hessians ``u(H)`` go to the grid with
+    the planned noise and ``l2`` sensitivities (``Delta_H`` of the packed vector: the isometry
+    above), each released vector is on its grid, and the Hessian is unpacked from it."""
+    from skdpsco import _secure
+    from skdpsco.solvers import newton
+
+    problem = make_problem(300, coef_shape, epsilon=2.0)
+    solver = PrivateNewton(n_steps=3, hessian_steps=2)
+    plan = solver.plan(problem)
+    releases, grid_release = [], _secure.grid_release
+
+    def observed(value, scale, sensitivity, rng, laplace=False):
+        released = grid_release(value, scale, sensitivity, rng, laplace)
+        releases.append((np.shape(value), scale, sensitivity, released))
+        return released
+
+    monkeypatch.setattr(_secure, "grid_release", observed)
+    unpacked = []
+    monkeypatch.setattr(newton, "unpack_symmetric",
+                        lambda vector, size: unpacked.append(vector) or unpack_symmetric(vector, size))
+    rng = np.random.default_rng(1)
+    X = rows_in_ball(rng, 300, coef_shape[-1])
+    y = rng.integers(0, coef_shape[0] if len(coef_shape) == 2 else 2, 300)
+    solver.run(plan, X, y, problem, _secure.secure_generator())
+    size = math.prod(coef_shape)
+    hessians = [r for r in releases if r[0] == (size * (size + 1) // 2,)]
+    gradients = [r for r in releases if r[0] == coef_shape]
+    assert len(releases) == 5 and len(gradients) == 3 and len(hessians) == 2
+    assert [r[2] for r in gradients] == list(plan.gradient_sensitivities) == [gradient_sensitivity(problem)] * 3
+    assert [r[1] for r in gradients] == list(plan.gradient_noise)
+    assert [r[2] for r in hessians] == [plan.hessian_sensitivity] * 2
+    assert plan.hessian_sensitivity == hessian_sensitivity(problem)
+    assert [r[1] for r in hessians] == list(plan.hessian_noise)
+    for shape, _, sensitivity, released in releases:
+        steps = released / _secure._grid_step(sensitivity, math.sqrt(math.prod(shape)))
+        np.testing.assert_array_equal(steps, np.round(steps))
+    assert all(u is r[3] for u, r in zip(unpacked, hessians))  # the matrix is u^{-1} of the released vector
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("coef_shape", [(4,), (3, 4)])
 def test_random_replace_one_neighbours_stay_within_the_sensitivities(coef_shape, weighted):

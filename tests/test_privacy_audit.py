@@ -51,6 +51,7 @@ SECURE_AUDITS = {
     "private_bound_secure": {"discrete_gaussian_noise"},
     "lad_private_bound_secure": {"gaussian_noise", "discrete_gaussian_noise"},
     "svm_laplace_pure_secure": {"discrete_laplace_noise"},
+    "least_squares_regression_secure": {"discrete_gaussian_noise"},
 }
 
 
@@ -59,7 +60,8 @@ def test_secure_mode_audit_respects_the_claim_and_catches_the_weakened_noise(nam
     # Secure mode (skdpsco.config_context(secure_noise=True), no seed): noisy GD's continuous
     # Gaussian steps from the OS's CSPRNG; one Phased-SGD release on the grid (discrete Gaussian,
     # zCDP accounting); the private bound's grid histogram; the target bound composed with noisy
-    # GD; the pure-DP discrete Laplace release at delta = 0.
+    # GD; the pure-DP discrete Laplace release at delta = 0; least squares' Newton step (gradient
+    # and Hessian on the grid).
     check_audit(name)
 
 

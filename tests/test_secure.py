@@ -4,6 +4,7 @@ samplers (CKS20), the grid releases and their accounting, and a privacy audit wi
 import math
 import os
 import pickle
+import threading
 import warnings
 
 import dp_accounting
@@ -34,23 +35,118 @@ def _rows(n=400, d=3, seed=0):
 
 
 # -- configuration ------------------------------------------------------------------------------
-def test_config_context_sets_and_restores_secure_noise():
+def test_config_context_holds_secure_noise_through_nesting_and_exceptions():
     assert skdpsco.get_config() == {"secure_noise": False}
     with skdpsco.config_context(secure_noise=True):
         assert skdpsco.get_config()["secure_noise"] is True
-        with pytest.raises(RuntimeError):
-            with skdpsco.config_context(secure_noise=False):
-                assert not skdpsco.get_config()["secure_noise"]
-                raise RuntimeError
-        assert skdpsco.get_config()["secure_noise"] is True
+        with pytest.raises(RuntimeError, match="boom"):
+            with skdpsco.config_context(secure_noise=True):
+                raise RuntimeError("boom")
+        assert skdpsco.get_config()["secure_noise"] is True  # the inner block released its own hold only
     assert skdpsco.get_config()["secure_noise"] is False
+    with pytest.raises(RuntimeError, match="boom"):
+        with skdpsco.config_context(secure_noise=True):
+            raise RuntimeError("boom")
+    assert skdpsco.get_config()["secure_noise"] is False
+    with skdpsco.config_context(secure_noise=False):  # off already: nothing to switch off
+        assert skdpsco.get_config()["secure_noise"] is False
     skdpsco.set_config(secure_noise=True)
     try:
         assert _secure.secure_mode()
+        with skdpsco.config_context(secure_noise=True):
+            pass
+        assert _secure.secure_mode()  # the block's exit does not end set_config's hold
     finally:
         skdpsco.set_config(secure_noise=False)
+    assert skdpsco.get_config()["secure_noise"] is False
     with pytest.raises(ValueError, match="secure_noise"):
         skdpsco.set_config(secure_noise="yes")
+    with pytest.raises(ValueError, match="secure_noise"):
+        with skdpsco.config_context(secure_noise=1):
+            pass
+
+
+def _in_thread(target):
+    """Start ``target`` in a thread; its exception, if any, is kept in the returned list."""
+    errors = []
+
+    def run():
+        try:
+            target()
+        except BaseException as error:  # re-raised by the test in the main thread
+            errors.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, errors
+
+
+def test_a_block_keeps_secure_mode_when_another_threads_block_exits_first():
+    """Thread A enters a secure block, thread B enters one, A exits: B's fits stay in secure mode
+    (a saved-and-restored value would have restored A's "off" under B's block)."""
+    from skdpsco.linear_model._base import _generator
+
+    X, y = _rows(n=200)
+    a_entered, b_entered, a_exited = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def thread_a():
+        with skdpsco.config_context(secure_noise=True):
+            a_entered.set()
+            assert b_entered.wait(10)
+        a_exited.set()
+
+    def thread_b():
+        assert a_entered.wait(10)
+        with skdpsco.config_context(secure_noise=True):
+            b_entered.set()
+            assert a_exited.wait(10)
+            seen["config"] = skdpsco.get_config()["secure_noise"]
+            seen["generator"] = _secure.is_secure(_generator(None))
+            with pytest.raises(ValueError, match="random_state=0 is refused in secure mode"):
+                DPLpRegression(random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+            model = DPLpRegression(accountant=PrivacyAccountant()).fit(X, y)
+            seen["zcdp"] = "ZCDpEvent" in repr(model.dp_event_)
+
+    (a, a_errors), (b, b_errors) = _in_thread(thread_a), _in_thread(thread_b)
+    a.join(60)
+    b.join(60)
+    assert not a_errors and not b_errors, a_errors + b_errors
+    assert seen == {"config": True, "generator": True, "zcdp": True}
+    assert skdpsco.get_config()["secure_noise"] is False  # both blocks closed
+
+
+def test_switching_secure_mode_off_while_it_is_held_is_refused():
+    holding, done = threading.Event(), threading.Event()
+
+    def hold():
+        with skdpsco.config_context(secure_noise=True):
+            holding.set()
+            assert done.wait(10)
+
+    thread, errors = _in_thread(hold)
+    assert holding.wait(10)
+    try:
+        with pytest.raises(RuntimeError, match=r"set_config\(secure_noise=False\) is refused: .*1 open config_context"):
+            skdpsco.set_config(secure_noise=False)
+        with pytest.raises(RuntimeError, match=r"config_context\(secure_noise=False\) is refused"):
+            with skdpsco.config_context(secure_noise=False):
+                pass
+        assert skdpsco.get_config()["secure_noise"] is True
+    finally:
+        done.set()
+        thread.join(10)
+    assert not errors
+    assert skdpsco.get_config()["secure_noise"] is False
+    skdpsco.set_config(secure_noise=True)
+    try:  # set_config's hold: a block cannot switch it off for its thread only
+        with pytest.raises(RuntimeError, match=r"held on by skdpsco.set_config\(secure_noise=True\)\. "):
+            with skdpsco.config_context(secure_noise=False):
+                pass
+        assert skdpsco.get_config()["secure_noise"] is True
+    finally:
+        skdpsco.set_config(secure_noise=False)  # no block open: the explicit switch takes effect
+    assert skdpsco.get_config()["secure_noise"] is False
 
 
 # -- the bit generator --------------------------------------------------------------------------
@@ -268,13 +364,14 @@ def test_scaler_audit_passes_in_secure_mode():
     check_audit("scaler_secure")
 
 
-def test_secure_benchmark_harness_writes_the_ratio(tmp_path):
+@pytest.mark.parametrize("estimator, stem", [("logistic", "secure"), ("least_squares", "secure_least_squares")])
+def test_secure_benchmark_harness_writes_the_ratio(tmp_path, estimator, stem):
     from benchmarks import secure as bench
 
-    (row,) = bench.main(["--sizes", "3000x3", "--repeats", "1", "--out", str(tmp_path)])
+    (row,) = bench.main(["--sizes", "3000x3", "--repeats", "1", "--estimator", estimator, "--out", str(tmp_path)])
     assert row["ratio"] == pytest.approx(row["secure"]["fit_s"] / row["default"]["fit_s"])
     assert row["secure"]["epsilon"] <= 1.0 and row["default"]["epsilon"] <= 1.0
-    lines = [line for line in (tmp_path / "secure.md").read_text().splitlines() if line.startswith("| 3e+03")]
+    lines = [line for line in (tmp_path / f"{stem}.md").read_text().splitlines() if line.startswith("| 3e+03")]
     assert len(lines) == 1 and f"{row['ratio']:.2f}x" in lines[0]
 
 
@@ -304,3 +401,108 @@ def test_estimator_parameter_overrides_the_global_configuration(make):
     # None follows the global setting
     with skdpsco.config_context(secure_noise=True), pytest.raises(ValueError, match="secure mode"):
         fit(make(random_state=0, accountant=PrivacyAccountant()))
+
+
+# -- the Newton solver's releases (least squares' default, logistic Newton) ------------------------------
+def _regression(n=2000, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, X @ np.array([1.0, -0.5, 0.25])[:d] + 0.3 * rng.normal(size=n)
+
+
+NEWTON_FITS = {
+    "DPLpRegression()": (lambda **kw: DPLpRegression(epsilon=5.0, **kw), _regression, 1, 1),
+    "DPLogisticRegression(algorithm='newton')": (
+        lambda **kw: DPLogisticRegression(classes=[0, 1], algorithm="newton", feature_scaling=None, data_norm=3.0, **kw),
+        _rows, 8, 6,
+    ),
+}
+
+
+def _observe_newton_releases(monkeypatch):
+    """Record ``(value shape, scale, sensitivity, its discrete draws)`` of every release of the
+    Newton solver (:func:`skdpsco._secure.noisy_release` as newton.py calls it), the discrete
+    Gaussian draws with the security of their generator, and fail on any call of
+    ``release_noise``, the floating-point release."""
+    from skdpsco.solvers import newton
+
+    draws, releases = [], []
+    draw, release_value = _secure.discrete_gaussian_noise, newton.noisy_release
+
+    def observed_draw(rng, std, shape):
+        draws.append((shape, _secure.is_secure(rng)))
+        return draw(rng, std, shape)
+
+    def observed_release(value, scale, rng, *, sensitivity, release):
+        before = len(draws)
+        released = release_value(value, scale, rng, sensitivity=sensitivity, release=release)
+        releases.append((np.shape(value), scale, sensitivity, draws[before:]))
+        return released
+
+    def floating_point_release(*args, **kwargs):
+        raise AssertionError("release_noise (a floating-point release) was called in secure mode")
+
+    monkeypatch.setattr(_secure, "discrete_gaussian_noise", observed_draw)
+    monkeypatch.setattr(newton, "noisy_release", observed_release)
+    monkeypatch.setattr(newton, "release_noise", floating_point_release)
+    return releases
+
+
+@pytest.mark.parametrize("name", NEWTON_FITS)
+def test_secure_newton_releases_every_gradient_and_hessian_on_the_grid(secure_mode, monkeypatch, name):
+    make, data, n_steps, hessian_steps = NEWTON_FITS[name]
+    X, y = data()
+    releases = _observe_newton_releases(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        model = make(accountant=PrivacyAccountant()).fit(X, y)
+    assert model.algorithm_ == "newton"
+    p = X.shape[1] + 1  # the intercept column
+    shapes = [shape for shape, *_ in releases]
+    assert shapes.count((p,)) == n_steps and shapes.count((p * (p + 1) // 2,)) == hessian_steps
+    assert len(releases) == n_steps + hessian_steps
+    # each release is one discrete Gaussian draw of the whole vector, from the OS's generator
+    assert all(draws == [(shape, True)] for shape, _, _, draws in releases)
+    # the event charged is the zCDP form, with the rho of each release as drawn (sensitivity, scale)
+    # (the default regression's event composes its scaling releases with the solver's, last)
+    rhos = sorted(sensitivity**2 / (2 * scale**2) for _, scale, sensitivity, _ in releases)
+    solver_event = model.dp_event_.events[-1] if isinstance(model, DPLpRegression) else model.dp_event_
+    assert all(isinstance(part, dp_accounting.ZCDpEvent) for part in solver_event.events)
+    np.testing.assert_allclose(sorted(part.rho for part in solver_event.events), rhos, rtol=1e-12)
+    assert "GaussianDpEvent" not in repr(model.dp_event_)
+    assert model.epsilon_ <= model.epsilon
+
+
+def test_secure_least_squares_is_as_accurate_as_outside_secure_mode():
+    # both 0.806 over 10 fits each (the defaults' clipping costs the rest of the oracle's 0.94)
+    X, y = _regression(n=5000, seed=1)
+    X_test, y_test = _regression(n=5000, seed=2)
+    scores = {}
+    for secure in (False, True):
+        with skdpsco.config_context(secure_noise=secure):
+            model = DPLpRegression(epsilon=5.0, accountant=PrivacyAccountant()).fit(X, y)
+        scores[secure] = model.score(X_test, y_test)
+    assert scores[True] > 0.75 and abs(scores[True] - scores[False]) < 0.01
+
+
+@pytest.mark.parametrize("name", NEWTON_FITS)
+def test_newton_outside_secure_mode_is_the_floating_point_release_bit_for_bit(monkeypatch, name):
+    """Outside secure mode ``noisy_release`` is ``value + release_noise(...)``, the solver's
+    release before the grid: the same seeded fit through either gives the same model, bit for bit."""
+    from skdpsco.solvers import newton
+
+    make, data, *_ = NEWTON_FITS[name]
+    X, y = data()
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyWarning)
+            return make(random_state=7, accountant=PrivacyAccountant()).fit(X, y)
+
+    model = fit()
+    monkeypatch.setattr(newton, "noisy_release", lambda value, scale, rng, *, sensitivity, release:
+                        value + newton.release_noise(value, scale, rng))
+    before = fit()
+    np.testing.assert_array_equal(model.coef_, before.coef_)
+    np.testing.assert_array_equal(model.intercept_, before.intercept_)
+    assert model.dp_event_ == before.dp_event_

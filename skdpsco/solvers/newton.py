@@ -104,6 +104,24 @@ Neighbouring datasets differ in one row (replace-one, ``n`` public).
 Everything after the releases (averaging, floor, ridge, projection onto ``N``'s complement, the
 metric projection) is post-processing of released values and public quantities.
 
+Secure mode
+-----------
+With a secure generator (``skdpsco.set_config(secure_noise=True)``, :mod:`skdpsco._secure`) every
+release above is a grid release with exact discrete Gaussian noise
+(:func:`skdpsco._secure.noisy_release`, :func:`~skdpsco._secure.grid_release`), so that no
+floating-point sum ``value + noise`` of Mironov (2012) is ever released: the gradient with its
+planned ``(s_t, Delta_t)``, the Hessian as the vector ``u(H)`` with ``(s, Delta_H)``. The grid's
+rounding margin is computed from the ``l2`` sensitivity of the vector released, and ``Delta_H``
+is exactly that for ``u(H)`` (the isometry above: ``||u(H) - u(H')||_2 = ||H - H'||_F``); the
+matrix is then ``u^{-1}`` of the released vector, post-processing. Each grid release is
+``Delta**2 / (2 s**2)``-zCDP, the ``rho`` of the planned Gaussian release (Canonne, Kamath &
+Steinke 2020, Thm 4 and 14), and zCDP composes adaptively by adding the ``rho`` (Bun & Steinke
+2016): the fit's event is the planned composition with every Gaussian event read as the zCDP
+event of its ``rho`` (:func:`skdpsco._secure.secure_event`; :attr:`PrivateNewton.grid_releases`
+tells the estimators to convert and calibrate it so). The exact draws are made in Python, one
+integer per coordinate: ``p`` per gradient and ``p (p + 1) / 2`` per Hessian (5050 at ``p =
+100``), whatever ``n``.
+
 Budget rule (public, fixed by the plan before the data is read): ``mu = 1 / z`` is the ``mu`` of
 one Gaussian release meeting (epsilon, delta) (``z`` =
 :func:`~skdpsco.accounting.gaussian_noise_multiplier`). A share ``hessian_share`` of ``mu**2`` is
@@ -129,6 +147,7 @@ from scipy import sparse
 from scipy.optimize import brentq
 from scipy.special import expit, softmax
 
+from .._secure import noisy_release
 from ..accounting import epsilon_of, gaussian_event, gaussian_noise_multiplier
 from ..losses import LogisticLoss, MultinomialLogisticLoss, PowerLoss, WeightedLoss
 from ._core import SolverResult, _dask, is_dask, project_to_ball, release_noise, scale_sparse_rows
@@ -269,6 +288,9 @@ class NewtonPlan:
         ``Delta_t`` of the ``T`` gradient releases (the first at the public ``w_0 = 0``).
     gradient_noise : tuple of float
         ``s_t`` of the ``T`` gradient releases.
+    hessian_sensitivity : float
+        ``Delta_H``, the Frobenius sensitivity of the averaged Hessian, hence the ``l2``
+        sensitivity of its isometric vectorisation :func:`pack_symmetric`, the released vector.
     hessian_noise : tuple of float
         Noise of the ``T_H`` Hessian releases (per coordinate of :func:`pack_symmetric`).
     dp_event : dp_accounting.DpEvent
@@ -280,6 +302,7 @@ class NewtonPlan:
     hessian_steps: int
     gradient_sensitivities: tuple
     gradient_noise: tuple
+    hessian_sensitivity: float
     hessian_noise: tuple
     dp_event: object
 
@@ -312,7 +335,9 @@ def plan_newton(problem: Problem, n_steps: int, hessian_steps: int, hessian_shar
     )
     if epsilon_of(event, delta) > epsilon:
         raise AssertionError(f"The Newton plan spends more than epsilon={epsilon}.")
-    return NewtonPlan(int(problem.n_samples), n_steps, hessian_steps, gradient_deltas, gradient_noise, hessian_noise, event)
+    return NewtonPlan(
+        int(problem.n_samples), n_steps, hessian_steps, gradient_deltas, gradient_noise, hessian_delta, hessian_noise, event
+    )
 
 
 def loss_derivatives(w: np.ndarray, X: np.ndarray, y: np.ndarray, loss, hessian: bool):
@@ -455,6 +480,7 @@ class PrivateNewton:
     floor_factor: float = 1.0
 
     requires_smooth_loss = True
+    grid_releases = True  # each gradient and Hessian release is a grid release in secure mode (module docstring)
 
     def __post_init__(self):
         def integer(value, low):
@@ -519,7 +545,13 @@ class PrivateNewton:
         return np.maximum(eigenvalues, floor), eigenvectors, floor
 
     def run(self, plan: NewtonPlan, X, y, problem: Problem, rng: np.random.Generator) -> SolverResult:
-        """Run a planned Newton method on all rows (already clipped)."""
+        """Run a planned Newton method on all rows (already clipped).
+
+        Every gradient and every Hessian is released by :func:`skdpsco._secure.noisy_release`
+        with the planned noise and sensitivity (module docstring, "Secure mode"): ``value +``
+        :func:`~._core.release_noise` (this module's name, looked up at each call so that the
+        tests can replace it), or on a grid with discrete Gaussian noise when ``rng`` is a secure
+        generator."""
         if X.shape[0] != plan.n_samples:
             raise ValueError(f"The plan is for {plan.n_samples} rows; got {X.shape[0]}.")
         (noise_rng,) = rng.spawn(1)
@@ -531,10 +563,12 @@ class PrivateNewton:
         for t in range(plan.n_steps):
             new_hessian = t < plan.hessian_steps
             gradient, hessian = loss_derivatives(w, X, y, problem.loss, new_hessian)
-            gradient = (gradient + release_noise(gradient, plan.gradient_noise[t], noise_rng)).ravel()
+            gradient = noisy_release(gradient, plan.gradient_noise[t], noise_rng,
+                                     sensitivity=plan.gradient_sensitivities[t], release=release_noise).ravel()
             if new_hessian:
-                packed = pack_symmetric(hessian)
-                noisy = unpack_symmetric(packed + release_noise(packed, plan.hessian_noise[t], noise_rng), size)
+                packed = noisy_release(pack_symmetric(hessian), plan.hessian_noise[t], noise_rng,
+                                       sensitivity=plan.hessian_sensitivity, release=release_noise)
+                noisy = unpack_symmetric(packed, size)
                 released.append((noisy, plan.hessian_noise[t]))
                 eigenvalues, eigenvectors, floor = self._curvature(released[-self.hessian_window :], n_classes)
             if n_classes > 1:
