@@ -1,13 +1,19 @@
-"""Command line: ``python -m skdpsco compare`` fits private models next to non-private ones."""
+"""Command line: ``python -m skdpsco compare`` fits private models next to non-private ones;
+``python -m skdpsco ledger PATH`` prints what a ledger file holds."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sqlite3
 import sys
+from datetime import datetime, timezone
 
 import numpy as np
 
-from .compare import BUNDLED_DATASETS, format_table, load_data, public_feature_bounds, run_comparison
+from ._table import TASK_RULE, TASKS, parse_categories
+from .accounting import PrivacyAccountant
+from .compare import BUNDLED_DATASETS, TABLES, load_data, public_feature_bounds, run_comparison
 from .solvers import ALGORITHMS
 
 
@@ -18,35 +24,42 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return action.help if action.default is None else super()._get_help_string(action)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m skdpsco", description="Differentially private linear models: command-line jobs."
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+def _compare_parser(commands) -> None:
     compare = commands.add_parser(
         "compare",
         help="fit DP models and their non-private counterparts, print a table",
         description=(
-            "Fit DPLogisticRegression at several epsilons and non-private scikit-learn models on "
-            "the same stratified splits, and print test accuracy, privacy spent and fit time. The "
+            "Fit private models at several epsilons and their non-private scikit-learn "
+            "counterparts on the same splits, and print test scores, privacy spent and fit time. "
+            "Classification: DPLogisticRegression against LogisticRegression, test accuracy, "
+            "stratified splits; the label set is taken as public. Regression (--csv only): "
+            "DPLpRegression against LinearRegression, test RMSE and R², random splits. The "
             "private models take the raw features with the defaults: each feature's scale is "
-            "learnt privately inside fit, within the fit's epsilon. The label set is taken as "
-            "public. With public feature bounds (documented ones for the bundled datasets, "
-            "--feature-bounds for a CSV file) the table also has the hand-built private pipeline, "
-            "DPStandardScaler -> Normalizer -> DPLogisticRegression, with each epsilon split 1:3 "
-            "between scaler and model."
+            "learnt privately inside fit, within the fit's epsilon. With public feature bounds "
+            "(documented ones for the bundled datasets, --feature-bounds for a CSV file) the "
+            "classification table also has the hand-built private pipeline, DPStandardScaler -> "
+            "Normalizer -> DPLogisticRegression, with each epsilon split 1:3 between scaler and model."
         ),
         formatter_class=_HelpFormatter,
     )
     source = compare.add_mutually_exclusive_group()
     source.add_argument("--dataset", default="breast_cancer", choices=sorted(BUNDLED_DATASETS),
-                        help="a dataset bundled with scikit-learn")
-    source.add_argument("--csv", metavar="PATH", help="CSV file with a header row; numeric features")
-    compare.add_argument("--target", metavar="COL", help="label column of --csv (only with --csv)")
+                        help="a classification dataset bundled with scikit-learn")
+    source.add_argument("--csv", metavar="PATH",
+                        help="CSV file with a header row; numeric feature columns, and categorical ones "
+                        "declared with --categories; no missing cells")
+    compare.add_argument("--target", metavar="COL", help="target column of --csv (only with --csv)")
+    compare.add_argument("--task", choices=TASKS,
+                         help=f"task of the --csv target (default: detected by a public rule: {TASK_RULE})")
+    compare.add_argument("--categories", action="append", metavar="COL=CAT,CAT,...",
+                         help="a categorical column of --csv and its categories, one-hot encoded (values "
+                         "outside them are encoded as all zeros); repeat for each such column. Declare "
+                         "them from your schema: they are not read from the data")
     compare.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 5.0],
                          help="target epsilon of each private model")
     compare.add_argument("--delta", type=float, default=1e-5, help="target delta of each private model")
-    compare.add_argument("--repeats", type=int, default=10, help="stratified splits, one seed each")
+    compare.add_argument("--repeats", type=int, default=10,
+                         help="train/test splits (stratified for classification), one seed each")
     compare.add_argument("--test-size", type=float, default=0.3, help="fraction of the rows held out")
     compare.add_argument("--algorithm", default="auto", choices=["auto", *ALGORITHMS], metavar="ALGORITHM",
                          help="training algorithm of the private models: auto or one of " + ", ".join(ALGORITHMS))
@@ -58,58 +71,111 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         nargs=2,
         metavar=("LOW", "HIGH"),
-        help="public range of every feature, for the private-scaler pipeline (default: the documented "
-        "ranges of a bundled dataset; none for --csv). Never take it from the data.",
+        help="public range of every numeric feature, for the private-scaler pipeline of classification "
+        "(default: the documented ranges of a bundled dataset; none for --csv). Never take it from the data.",
     )
+
+
+def _ledger_parser(commands) -> None:
+    ledger = commands.add_parser(
+        "ledger",
+        help="print what a ledger file holds",
+        description=(
+            "Print a summary of a ledger file written by PrivacyAccountant(path=PATH): its budget, "
+            "what its fits spent together, and each fit. Reading it does not change it."
+        ),
+        formatter_class=_HelpFormatter,
+    )
+    ledger.add_argument("path", metavar="PATH", help="an existing ledger file")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m skdpsco", description="Differentially private linear models: command-line jobs."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    _compare_parser(commands)
+    _ledger_parser(commands)
     return parser
 
 
-def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        if args.target is not None and args.csv is None:
-            raise ValueError("--target names the label column of --csv; a bundled --dataset has its own labels.")
-        try:
-            X, y, name = load_data(args.dataset if args.csv is None else None, args.csv, args.target)
-        except OSError as exc:
-            raise ValueError(f"--csv: cannot read {args.csv!r} ({exc.strerror or exc}).") from None
-        if args.repeats < 1:
-            raise ValueError("--repeats must be >= 1.")
-        if args.feature_bounds is not None:
-            feature_bounds = tuple(args.feature_bounds)
-            if not feature_bounds[0] < feature_bounds[1]:
-                raise ValueError("--feature-bounds needs LOW < HIGH.")
-        else:
-            feature_bounds = public_feature_bounds(args.dataset if args.csv is None else None)
-        rows, ledger = run_comparison(
-            X,
-            y,
-            epsilons=args.epsilons,
-            delta=args.delta,
-            repeats=args.repeats,
-            test_size=args.test_size,
-            algorithm=args.algorithm,
-            radius=args.radius,
-            seed=args.seed,
-            feature_bounds=feature_bounds,
-        )
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(
-        f"dataset: {name} (n={X.shape[0]}, d={X.shape[1]}, classes={np.unique(y).size}), "
-        f"{args.repeats} stratified splits (test size {args.test_size}), delta={args.delta:g}\n"
+def _check_compare_options(args) -> None:
+    """Refuse the options that do not go together (before reading any data)."""
+    if args.csv is None:
+        for option, value in (("--target", args.target), ("--task", args.task), ("--categories", args.categories)):
+            if value is not None:
+                raise ValueError(f"{option} goes with --csv; a bundled --dataset has its own labels and schema.")
+    if args.repeats < 1:
+        raise ValueError("--repeats must be >= 1.")
+    if args.feature_bounds is not None and not args.feature_bounds[0] < args.feature_bounds[1]:
+        raise ValueError("--feature-bounds needs LOW < HIGH.")
+
+
+def _csv_notes(args, table) -> list[str]:
+    """What the output says of a CSV file's schema: the task and how it was chosen, the encoding,
+    the label set taken as public."""
+    how = "given by --task" if args.task else (
+        f"detected by the public rule ({TASK_RULE}); --task chooses it"
     )
-    print(format_table(rows))
-    if feature_bounds is None:
-        print("\n(No public feature bounds: the DPStandardScaler pipeline is left out; give --feature-bounds LOW HIGH.)")
-    else:
-        source = "--feature-bounds" if args.feature_bounds is not None else "the dataset's documented ranges"
-        print(
-            f"\nDPStandardScaler → DPLogisticRegression: features mapped onto [0, 1] by public bounds "
-            f"({source}; never computed from the rows), DPStandardScaler at 1/4 of (ε, δ), Normalizer, "
-            "DPLogisticRegression at 3/4; its 'ε spent per fit' is the composition of both fits."
+    notes = [f"task: {table.task}, {how}."]
+    if table.categories:
+        notes.append(
+            f"features: {len(table.numeric)} numeric (raw), {len(table.categories)} categorical one-hot "
+            f"encoded by the categories of --categories into {table.n_encoded - len(table.numeric)} "
+            "columns (a value outside them: all zeros)."
         )
+    if table.task == "classification":
+        notes.append(
+            f"labels: the {np.unique(table.y).size} labels of column {args.target!r} are taken as public "
+            "(a classifier's classes_ releases its label set)."
+        )
+    return notes
+
+
+def _pipeline_note(args, feature_bounds) -> str:
+    """What the output of classification says of the private-scaler pipeline, or of its absence."""
+    if feature_bounds is None:
+        return "\n(No public feature bounds: the DPStandardScaler pipeline is left out; give --feature-bounds LOW HIGH.)"
+    source = "--feature-bounds" if args.feature_bounds is not None else "the dataset's documented ranges"
+    return (
+        f"\nDPStandardScaler → DPLogisticRegression: features mapped onto [0, 1] by public bounds "
+        f"({source}; never computed from the rows), DPStandardScaler at 1/4 of (ε, δ), Normalizer, "
+        "DPLogisticRegression at 3/4; its 'ε spent per fit' is the composition of both fits."
+    )
+
+
+def _compare(args) -> int:
+    _check_compare_options(args)
+    try:
+        table, name = load_data(
+            args.dataset if args.csv is None else None, args.csv, args.target, args.task,
+            parse_categories(args.categories),
+        )
+    except OSError as exc:
+        raise ValueError(f"--csv: cannot read {args.csv!r} ({exc.strerror or exc}).") from None
+    if args.feature_bounds is not None:
+        if table.task == "regression":
+            raise ValueError("--feature-bounds builds the private pipeline of classification; leave it out for regression.")
+        feature_bounds = table.encoded_bounds(*args.feature_bounds)
+    else:
+        feature_bounds = public_feature_bounds(args.dataset if args.csv is None else None)
+    rows, ledger = run_comparison(
+        table.X, table.y, epsilons=args.epsilons, delta=args.delta, repeats=args.repeats,
+        test_size=args.test_size, algorithm=args.algorithm, radius=args.radius, seed=args.seed,
+        feature_bounds=feature_bounds, task=table.task, encoder=table.encoder(),
+    )
+    classification = table.task == "classification"
+    sizes = f"n={table.X.shape[0]}, d={table.n_encoded}" + (f", classes={np.unique(table.y).size}" if classification else "")
+    print(
+        f"dataset: {name} ({sizes}), {args.repeats} {'stratified' if classification else 'random'} splits "
+        f"(test size {args.test_size}), delta={args.delta:g}"
+    )
+    if args.csv:
+        print("\n".join(_csv_notes(args, table)))
+    print()
+    print(TABLES[table.task](rows))
+    if classification:
+        print(_pipeline_note(args, feature_bounds))
     total_eps, total_delta = ledger.spent()
     print(
         f"\n'ε spent per fit' is the price of one model. All {len(ledger.history)} private fits above "
@@ -117,6 +183,63 @@ def main(argv=None) -> int:
         f"delta={total_delta:.3g} (composed by the accountant)."
     )
     return 0
+
+
+def _is_ledger_file(path: str) -> bool:
+    """Whether ``path`` is a ledger file, read without writing to it: an SQLite file with the
+    ledger's ``meta`` table (``PrivacyAccountant(path=...)`` would create a missing file, or add
+    its tables to another SQLite file)."""
+    with open(path, "rb") as handle:
+        if handle.read(16) != b"SQLite format 3\x00":
+            return False
+    connection = sqlite3.connect(path)
+    try:
+        return connection.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() is not None
+    except sqlite3.DatabaseError:
+        return False
+    finally:
+        connection.close()
+
+
+def _read_ledger(path: str) -> PrivacyAccountant:
+    """The ledger file at ``path``; refused, and left as it is, unless it is one."""
+    if not os.path.isfile(path):
+        raise ValueError(f"ledger: no file at {path!r}; PATH must be an existing ledger file.")
+    if not _is_ledger_file(path):
+        raise ValueError(f"ledger: {path!r} is not a ledger file (one written by PrivacyAccountant(path=...)).")
+    return PrivacyAccountant(path=path)
+
+
+def _ledger_summary(ledger: PrivacyAccountant) -> str:
+    """A readable summary of ``ledger``: its budget, what its fits spent together, each fit."""
+    budget = "no budget" if ledger.epsilon is None else f"budget epsilon={ledger.epsilon:g}, delta={ledger.delta:g}"
+    history = ledger.history
+    epsilon, delta = ledger.spent()
+    lines = [
+        f"ledger {ledger.path}: {budget}",
+        f"{len(history)} fits; together they spent epsilon={epsilon:.4g} at delta={delta:.3g} "
+        "(their composition by the accountant, not the sum of their epsilons)",
+    ]
+    for number, record in enumerate(history, start=1):
+        when = "time unknown" if record.time is None else datetime.fromtimestamp(record.time, timezone.utc).strftime(
+            "%Y-%m-%d %H:%M:%S UTC"
+        )
+        lines.append(f"  {number}. {when}  {record.estimator}  epsilon={record.epsilon:.4g}  delta={record.delta:.3g}")
+    return "\n".join(lines)
+
+
+def _ledger(args) -> int:
+    print(_ledger_summary(_read_ledger(args.path)))
+    return 0
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return {"compare": _compare, "ledger": _ledger}[args.command](args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -7,6 +7,11 @@ baseline (``StandardScaler`` + ``LogisticRegression``) is the reference: its sca
 data's means and variances without privacy; ``LogisticRegression`` on the same raw features
 shows what scaling is worth.
 
+Classification compares ``DPLogisticRegression`` with ``LogisticRegression`` (test accuracy,
+stratified splits); regression ``DPLpRegression`` with ``LinearRegression`` (test RMSE and R²,
+plain random splits). The rows of a CSV file are read by :mod:`skdpsco._table`: its declared
+categorical columns are one-hot encoded by a public encoder in front of every model.
+
 The fully private pipeline
 --------------------------
 When the features have public bounds (:func:`public_feature_bounds`; ``--feature-bounds`` for a
@@ -27,22 +32,25 @@ public range: without it, the noise on every feature is set by the widest one (i
 
 from __future__ import annotations
 
-import csv
 import time
 import warnings
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from sklearn import datasets
-from sklearn.dummy import DummyClassifier
+from sklearn.base import clone
+from sklearn.dummy import DummyClassifier, DummyRegressor
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.metrics import mean_squared_error
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, Normalizer, StandardScaler
 
+from ._table import Table, load_table
 from .accounting import PrivacyAccountant
-from .linear_model import DPLogisticRegression
+from .linear_model import DPLogisticRegression, DPLpRegression
 from .preprocessing import DPStandardScaler
 
 BUNDLED_DATASETS = {
@@ -144,135 +152,196 @@ def make_private_pipeline(
     )
 
 
-def load_csv(path: str, target: str) -> tuple[np.ndarray, np.ndarray]:
-    """Numeric feature columns and the ``target`` column of a CSV file with a header row."""
-    with open(path, newline="") as handle:
-        reader = csv.DictReader(handle)
-        if reader.fieldnames is None or target not in reader.fieldnames:
-            raise ValueError(f"--target {target!r} is not a column of {path}; columns: {reader.fieldnames}.")
-        features = [name for name in reader.fieldnames if name != target]
-        rows, labels = [], []
-        for line_number, record in enumerate(reader, start=2):
-            try:
-                rows.append([float(record[name]) for name in features])
-            except (TypeError, ValueError) as exc:
-                raise ValueError(
-                    f"{path}, line {line_number}: every column but the target must be numeric ({exc})."
-                ) from None
-            labels.append(record[target])
-    if not rows:
-        raise ValueError(f"{path} has no data rows.")
-    return np.asarray(rows), np.asarray(labels)
-
-
-def load_data(dataset: str | None, csv_path: str | None, target: str | None):
-    """``(X, y, name)`` of a bundled dataset or of a CSV file."""
+def load_data(
+    dataset: str | None, csv_path: str | None, target: str | None, task: str | None = None,
+    categories: dict | None = None,
+) -> tuple[Table, str]:
+    """``(table, name)`` of a bundled dataset (classification) or of a CSV file (:func:`load_table`)."""
     if csv_path is not None:
         if target is None:
             raise ValueError("--csv needs --target COLUMN naming the label column.")
-        X, y = load_csv(csv_path, target)
-        return X, y, csv_path
+        return load_table(csv_path, target, task, categories), csv_path
     if dataset not in BUNDLED_DATASETS:
         raise ValueError(f"--dataset must be one of {sorted(BUNDLED_DATASETS)}; got {dataset!r}.")
     X, y = BUNDLED_DATASETS[dataset](return_X_y=True)
-    return X, y, dataset
+    return Table(X, y, "classification", list(range(X.shape[1])), {}), dataset
 
 
 @dataclass
 class Row:
+    """One model's line of the table: its scores (``{metric: [one per split]}``), privacy spent
+    and fit times."""
+
     model: str
     epsilon: float | None
-    accuracies: list
+    scores: dict
     epsilons_spent: list
     delta_spent: float | None
     fit_seconds: list
 
 
-def _fit_and_score(model, X_train, y_train, X_test, y_test):
-    start = time.perf_counter()
-    model.fit(X_train, y_train)
-    seconds = time.perf_counter() - start
-    return model.score(X_test, y_test), seconds
+def _rmse(model, X, y):
+    return float(np.sqrt(mean_squared_error(y, model.predict(X))))
+
+
+METRICS = {
+    "classification": {"accuracy": lambda model, X, y: model.score(X, y)},
+    "regression": {"rmse": _rmse, "r2": lambda model, X, y: model.score(X, y)},
+}
+"""The test scores of each task, by name."""
+
+TRIVIAL = "(trivial)"
+"""Ends the name of the model that ignores the features, the floor of the table."""
+
+
+def _fit_and_score(model, metrics, X_train, y_train, X_test, y_test):
+    """``({metric: score}, fit seconds)``; values outside a declared category are encoded as zeros
+    without a warning (the user declared the categories knowingly)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Found unknown categories", UserWarning)
+        start = time.perf_counter()
+        model.fit(X_train, y_train)
+        seconds = time.perf_counter() - start
+        return {name: score(model, X_test, y_test) for name, score in metrics.items()}, seconds
+
+
+def _encoded(encoder, model):
+    """``model`` behind a fresh copy of the public feature ``encoder`` (none: the model)."""
+    return model if encoder is None else make_pipeline(clone(encoder), model)
+
+
+def _baselines(task, encoder):
+    """The non-private models of ``task``, by row name: factories of unfitted models."""
+    if task == "classification":
+        trivial, name, model = f"majority class {TRIVIAL}", "LogisticRegression", partial(LogisticRegression, max_iter=5000)
+        dummy = partial(DummyClassifier, strategy="most_frequent")
+    else:
+        trivial, name, model, dummy = f"mean of the training targets {TRIVIAL}", "LinearRegression", LinearRegression, DummyRegressor
+    return {
+        trivial: dummy,
+        f"{name}, raw features (same input, non-private)": lambda: _encoded(encoder, model()),
+        f"{name}, StandardScaler (everyday, non-private)": lambda: _encoded(
+            encoder, make_pipeline(StandardScaler(), model())
+        ),
+    }
+
+
+def _private_models(task, encoder, *, epsilons, delta, algorithm, radius, feature_bounds, classes):
+    """The private models of ``task``: ``{row key: (row name, epsilon, factory(seed, ledger))}``."""
+    common = {"delta": delta, "algorithm": algorithm, "radius": radius}
+    if task == "regression":
+        return {
+            eps: (f"DPLpRegression ({algorithm})", eps, lambda seed, ledger, eps=eps: _encoded(
+                encoder, DPLpRegression(epsilon=eps, random_state=seed, accountant=ledger, **common)
+            ))
+            for eps in epsilons
+        }
+    models = {
+        eps: (f"DPLogisticRegression ({algorithm})", eps, lambda seed, ledger, eps=eps: _encoded(
+            encoder,
+            DPLogisticRegression(epsilon=eps, random_state=seed, accountant=ledger, classes=classes, **common),
+        ))
+        for eps in epsilons
+    }
+    if feature_bounds is not None:
+        models.update({
+            ("pipeline", eps): (
+                f"DPStandardScaler → DPLogisticRegression ({algorithm}), ε split 1:3", eps,
+                lambda seed, ledger, eps=eps: _encoded(encoder, make_private_pipeline(
+                    feature_bounds, epsilon=eps, random_state=seed, accountant=ledger, classes=classes, **common
+                )),
+            )
+            for eps in epsilons
+        })
+    return models
 
 
 def run_comparison(
     X, y, *, epsilons, delta, repeats, test_size=0.3, algorithm="auto", radius=None, seed=0,
-    feature_bounds=None,
+    feature_bounds=None, task="classification", encoder=None,
 ) -> tuple[list[Row], PrivacyAccountant]:
-    """Fit every model on ``repeats`` stratified splits; return the table rows and the ledger.
+    """Fit every model of ``task`` on ``repeats`` splits; return the table rows and the ledger.
 
-    The ledger records every private fit; since the repeats reuse the same rows, its total is the
-    price of the whole experiment, not of one model. With public ``feature_bounds`` (``(lower,
-    upper)``, never computed from ``X``) the table also has the fully private pipeline of
-    :func:`make_private_pipeline` at every epsilon; its "ε spent" is the composition of its two
-    fits (scaler and model), measured by a ledger of its own and then copied to the main ledger.
+    Parameters
+    ----------
+    X, y : array-like
+        The rows (features as in the file) and the target.
+    epsilons, delta, algorithm, radius
+        Of the private models.
+    repeats, test_size, seed
+        ``repeats`` train/test splits (stratified for classification), seeded ``seed``,
+        ``seed + 1``, ...; each private fit is seeded as its split.
+    feature_bounds : (lower, upper) or None, default=None
+        Public bounds of the encoded features (never computed from ``X``): classification then
+        has the fully private pipeline of :func:`make_private_pipeline` at every epsilon.
+    task : {'classification', 'regression'}, default='classification'
+        Classification compares ``DPLogisticRegression`` (label set ``np.unique(y)``, taken as
+        public) with ``LogisticRegression``; regression ``DPLpRegression`` (its defaults) with
+        ``LinearRegression``.
+    encoder : transformer or None, default=None
+        A public map from the rows to the features (the one-hot encoding of declared
+        categories), put in front of every model but the trivial one; ``None``: the rows are
+        the features.
+
+    Returns
+    -------
+    rows : list of Row
+        Each private model's "ε spent per fit" is what its own ledger spent (for the pipeline,
+        the composition of its two fits).
+    ledger : PrivacyAccountant
+        Every private fit: since the repeats reuse the same rows, its total is the price of the
+        whole experiment, not of one model.
     """
     ledger = PrivacyAccountant()
-    baselines = {
-        "majority class (trivial)": lambda: DummyClassifier(strategy="most_frequent"),
-        "LogisticRegression, raw features (same input, non-private)": lambda: LogisticRegression(max_iter=5000),
-        "LogisticRegression, StandardScaler (everyday, non-private)": lambda: make_pipeline(
-            StandardScaler(), LogisticRegression(max_iter=5000)
-        ),
-    }
-    rows = {name: Row(name, None, [], [], None, []) for name in baselines}
-    for eps in epsilons:
-        rows[eps] = Row(f"DPLogisticRegression ({algorithm})", eps, [], [], delta, [])
-    if feature_bounds is not None:
-        for eps in epsilons:
-            rows[("pipeline", eps)] = Row(
-                f"DPStandardScaler → DPLogisticRegression ({algorithm}), ε split 1:3", eps, [], [], delta, []
-            )
+    baselines = _baselines(task, encoder)
+    private = _private_models(
+        task, encoder, epsilons=epsilons, delta=delta, algorithm=algorithm, radius=radius,
+        feature_bounds=feature_bounds, classes=np.unique(y),
+    )
+    rows = {name: Row(name, None, {}, [], None, []) for name in baselines}
+    rows.update({key: Row(name, eps, {}, [], delta, []) for key, (name, eps, _) in private.items()})
+    metrics = METRICS[task]
     for repeat in range(repeats):
         split_seed = seed + repeat
-        X_train, X_test, y_train, y_test = train_test_split(
-            X, y, test_size=test_size, stratify=y, random_state=split_seed
+        split = train_test_split(
+            X, y, test_size=test_size, stratify=y if task == "classification" else None, random_state=split_seed
         )
+        X_train, X_test, y_train, y_test = split
         for name, make in baselines.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)  # lbfgs on unscaled features
-                accuracy, seconds = _fit_and_score(make(), X_train, y_train, X_test, y_test)
-            rows[name].accuracies.append(accuracy)
-            rows[name].fit_seconds.append(seconds)
-        for eps in epsilons:
-            model = DPLogisticRegression(
-                epsilon=eps,
-                delta=delta,
-                radius=radius,
-                algorithm=algorithm,
-                random_state=split_seed,
-                accountant=ledger,
-                classes=np.unique(y),
-            )
-            accuracy, seconds = _fit_and_score(model, X_train, y_train, X_test, y_test)
-            rows[eps].accuracies.append(accuracy)
-            rows[eps].fit_seconds.append(seconds)
-            rows[eps].epsilons_spent.append(model.epsilon_)
-        if feature_bounds is None:
-            continue
-        for eps in epsilons:
-            pipeline_ledger = PrivacyAccountant()
-            model = make_private_pipeline(
-                feature_bounds,
-                epsilon=eps,
-                delta=delta,
-                algorithm=algorithm,
-                radius=radius,
-                random_state=split_seed,
-                accountant=pipeline_ledger,
-                classes=np.unique(y),
-            )
-            accuracy, seconds = _fit_and_score(model, X_train, y_train, X_test, y_test)
-            row = rows[("pipeline", eps)]
-            row.accuracies.append(accuracy)
-            row.fit_seconds.append(seconds)
-            row.epsilons_spent.append(pipeline_ledger.spent()[0])  # at delta: the sum of the two deltas
-            for record in pipeline_ledger.history:
+                _add_scores(rows[name], *_fit_and_score(make(), metrics, X_train, y_train, X_test, y_test))
+        for key, (_, _, make) in private.items():
+            fit_ledger = PrivacyAccountant()
+            _add_scores(rows[key], *_fit_and_score(make(split_seed, fit_ledger), metrics, X_train, y_train, X_test, y_test))
+            rows[key].epsilons_spent.append(fit_ledger.spent()[0])  # at delta: the sum of the fits' deltas
+            for record in fit_ledger.history:
                 ledger.charge(
                     record.event, estimator=record.estimator, params=record.params,
                     epsilon=record.epsilon, delta=record.delta,
                 )
     return list(rows.values()), ledger
+
+
+def _add_scores(row: Row, scores: dict, seconds: float) -> None:
+    for name, score in scores.items():
+        row.scores.setdefault(name, []).append(score)
+    row.fit_seconds.append(seconds)
+
+
+def _mean_std(values, spec: str = ".3f") -> str:
+    values = np.asarray(values)
+    return f"{values.mean():{spec}} ± {values.std():{spec}}"
+
+
+def _line(row: Row, score_cells: list[str]) -> str:
+    """A table line: name, target ε, ``score_cells``, ε spent per fit, δ, median fit time."""
+    target = "—" if row.epsilon is None else f"{row.epsilon:g}"
+    spent = "non-private" if row.epsilon is None else f"{max(row.epsilons_spent):.4f}"
+    delta = "—" if row.delta_spent is None else f"{row.delta_spent:g}"
+    if row.model.endswith(TRIVIAL):
+        spent = "—"
+    return f"| {row.model} | {target} | {' | '.join(score_cells)} | {spent} | {delta} | {1e3 * np.median(row.fit_seconds):.1f} |"
 
 
 def format_table(rows: list[Row]) -> str:
@@ -284,18 +353,25 @@ def format_table(rows: list[Row]) -> str:
         "| ε spent per fit | δ | fit time (ms, median) |",
         "|---|---|---|---|---|---|---|",
     ]
-    majority = next(np.asarray(row.accuracies) for row in rows if row.model.startswith("majority"))
+    majority = next(np.asarray(row.scores["accuracy"]) for row in rows if row.model.endswith(TRIVIAL))
     for row in rows:
-        acc = np.asarray(row.accuracies)
-        target = "—" if row.epsilon is None else f"{row.epsilon:g}"
-        spent = "non-private" if row.epsilon is None else f"{max(row.epsilons_spent):.4f}"
-        delta = "—" if row.delta_spent is None else f"{row.delta_spent:g}"
-        margin = acc - majority
-        versus = f"{margin.mean():+.3f} / {margin.min():+.3f}"
-        if row.model.startswith("majority"):
-            spent, versus = "—", "—"
-        lines.append(
-            f"| {row.model} | {target} | {acc.mean():.3f} ± {acc.std():.3f} | {versus} | {spent} | {delta} "
-            f"| {1e3 * np.median(row.fit_seconds):.1f} |"
-        )
+        margin = np.asarray(row.scores["accuracy"]) - majority
+        versus = "—" if row.model.endswith(TRIVIAL) else f"{margin.mean():+.3f} / {margin.min():+.3f}"
+        lines.append(_line(row, [_mean_std(row.scores["accuracy"]), versus]))
     return "\n".join(lines)
+
+
+def format_regression_table(rows: list[Row]) -> str:
+    """A markdown table: test RMSE and R² mean ± std over the repeats, privacy spent per fit, fit
+    time."""
+    lines = [
+        "| model | target ε | test RMSE (mean ± std) | test R² (mean ± std) | ε spent per fit | δ "
+        "| fit time (ms, median) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines.extend(_line(row, [_mean_std(row.scores["rmse"], ".4g"), _mean_std(row.scores["r2"])]) for row in rows)
+    return "\n".join(lines)
+
+
+TABLES = {"classification": format_table, "regression": format_regression_table}
+"""The table of each task's rows."""

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from skdpsco.__main__ import main
-from skdpsco.compare import BUNDLED_DATASETS, load_csv, public_feature_bounds
+from skdpsco._table import load_table
+from skdpsco.compare import BUNDLED_DATASETS, public_feature_bounds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,7 +112,7 @@ def test_public_feature_bounds_are_the_documented_ranges(dataset):
     "header,rows,target,message",
     [
         (["a", "label"], [[1, 0], [2, 1]], "missing", "--target 'missing' is not a column"),
-        (["a", "label"], [["x", 0], [2, 1]], "label", "line 2: every column but the target must be numeric"),
+        (["a", "label"], [["x", 0], [2, 1]], "label", "column 'a' holds text: declare its categories with --categories a="),
         (["a", "label"], [], "label", "has no data rows"),
     ],
 )
@@ -129,12 +130,13 @@ def test_compare_requires_target_with_csv(tmp_path, capsys):
     assert "--csv needs --target" in capsys.readouterr().err
 
 
-def test_load_csv_returns_numeric_features_and_raw_labels(tmp_path):
+def test_load_table_returns_numeric_features_and_raw_labels(tmp_path):
     path = tmp_path / "d.csv"
-    write_csv(path, ["x1", "y", "x2"], [[1.5, "a", 2], [3, "b", 4]])
-    X, y = load_csv(str(path), "y")
-    np.testing.assert_array_equal(X, [[1.5, 2.0], [3.0, 4.0]])
-    assert y.tolist() == ["a", "b"]
+    write_csv(path, ["x1", "y", "x2"], [[1.5, "a", 2], [3, "b", 4], [5, "a", 6], [7, "b", 8]])
+    table = load_table(str(path), "y")
+    np.testing.assert_array_equal(table.X, [[1.5, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]])
+    assert table.y.tolist() == ["a", "b", "a", "b"] and table.task == "classification"
+    assert table.encoder() is None
 
 
 def test_quickstart_example_runs(capsys, monkeypatch):
@@ -148,7 +150,7 @@ def test_compare_reports_a_missing_csv_and_a_stray_target(capsys):
     assert main(["compare", "--csv", "/nonexistent/rows.csv", "--target", "y"]) == 2
     assert "--csv: cannot read '/nonexistent/rows.csv'" in capsys.readouterr().err
     assert main(["compare", "--dataset", "iris", "--target", "y"]) == 2
-    assert "--target names the label column of --csv" in capsys.readouterr().err
+    assert "--target goes with --csv" in capsys.readouterr().err
 
 
 def test_compare_help_explains_every_option_with_its_default(capsys):
