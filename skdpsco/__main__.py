@@ -205,7 +205,11 @@ def _read_ledger(path: str) -> PrivacyAccountant:
     """The ledger file at ``path``; refused, and left as it is, unless it is one."""
     if not os.path.isfile(path):
         raise ValueError(f"ledger: no file at {path!r}; PATH must be an existing ledger file.")
-    if not _is_ledger_file(path):
+    try:
+        is_ledger = _is_ledger_file(path)
+    except OSError as exc:
+        raise ValueError(f"ledger: cannot read {path!r} ({exc.strerror or exc}).") from None
+    if not is_ledger:
         raise ValueError(f"ledger: {path!r} is not a ledger file (one written by PrivacyAccountant(path=...)).")
     return PrivacyAccountant(path=path)
 
@@ -224,7 +228,10 @@ def _ledger_summary(ledger: PrivacyAccountant) -> str:
         when = "time unknown" if record.time is None else datetime.fromtimestamp(record.time, timezone.utc).strftime(
             "%Y-%m-%d %H:%M:%S UTC"
         )
-        lines.append(f"  {number}. {when}  {record.estimator}  epsilon={record.epsilon:.4g}  delta={record.delta:.3g}")
+        dataset = "" if record.dataset is None else f"  dataset={record.dataset}"
+        lines.append(
+            f"  {number}. {when}  {record.estimator}  epsilon={record.epsilon:.4g}  delta={record.delta:.3g}{dataset}"
+        )
     return "\n".join(lines)
 
 

@@ -252,5 +252,6 @@ def load_table(path: str, target: str, task: str | None = None, categories: dict
     if not columns:
         raise ValueError(f"{path} has no feature column besides --target {target!r}.")
     task = task or detect_task(target, target_cells)
+    y = _target(target, target_cells, task)
     X, numeric, categorical = _features(columns, categories)
-    return Table(X, _target(target, target_cells, task), task, numeric, categorical)
+    return Table(X, y, task, numeric, categorical)

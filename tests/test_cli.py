@@ -1,14 +1,17 @@
 import re
 import runpy
+import sqlite3
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from skdpsco.__main__ import main
-from skdpsco._table import load_table
+from skdpsco import PrivacyAccountant
+from skdpsco.__main__ import _parser, main
+from skdpsco._table import MISSING_CELLS, load_table
 from skdpsco.compare import BUNDLED_DATASETS, public_feature_bounds
+from skdpsco.linear_model import DPLogisticRegression
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,7 +115,7 @@ def test_public_feature_bounds_are_the_documented_ranges(dataset):
     "header,rows,target,message",
     [
         (["a", "label"], [[1, 0], [2, 1]], "missing", "--target 'missing' is not a column"),
-        (["a", "label"], [["x", 0], [2, 1]], "label", "column 'a' holds text: declare its categories with --categories a="),
+        (["a", "label"], [["x", 0], [2, 1], [3, 0], [4, 1]], "label", "column 'a' holds text: declare its categories with --categories a="),
         (["a", "label"], [], "label", "has no data rows"),
     ],
 )
@@ -178,3 +181,206 @@ def test_readme_sample_output_has_the_format_compare_prints_today(capsys):
     assert block, "README.md lost its compare sample output block"
     assert main(["compare", "--repeats", "1"]) == 0
     assert _numbers_blanked(capsys.readouterr().out) == _numbers_blanked(block.group(1))
+
+
+def _mixed_rows(n=160, seed=0):
+    """Columns of a small mixed table: two numeric features, a categorical one, and three targets
+    (continuous, text labels, integer codes), every cell distinctive enough to be searched for."""
+    rng = np.random.default_rng(seed)
+    size, weight = rng.uniform(10, 99, n), rng.uniform(10, 99, n)
+    colour = rng.choice(["crimson", "teal", "ochre"], n)
+    price = 2 * size - weight + np.where(colour == "crimson", 40, 0) + rng.normal(0, 3, n)
+    return {
+        "size": [f"{v:.4f}" for v in size],
+        "weight": [f"{v:.4f}" for v in weight],
+        "colour": list(colour),
+        "price": [f"{v:.4f}" for v in price],
+        "grade": np.where(price > np.median(price), "premium", "budget").tolist(),
+        "code": np.where(price > np.median(price), "7", "3").tolist(),
+    }
+
+
+def write_columns(path, columns):
+    write_csv(path, list(columns), list(zip(*columns.values())))
+    return str(path)
+
+
+def _table_lines(out):
+    return [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| model")]
+
+
+COLOURS = ["--categories", "colour=crimson,teal,ochre"]
+FAST = ["--repeats", "2", "--epsilons", "2", "5"]
+
+
+def test_compare_regression_on_a_csv_file_with_a_categorical_column(tmp_path, capsys):
+    columns = _mixed_rows()
+    del columns["grade"], columns["code"]
+    path = write_columns(tmp_path / "houses.csv", columns)
+    assert main(["compare", "--csv", path, "--target", "price", *COLOURS, *FAST]) == 0
+    out = capsys.readouterr().out
+    assert f"dataset: {path} (n=160, d=5), 2 random splits" in out  # 2 numeric + 3 one-hot columns
+    assert "task: regression, detected by the public rule" in out and "--task chooses it" in out
+    assert "2 numeric (raw), 1 categorical one-hot encoded" in out
+    assert "| model | target ε | test RMSE (mean ± std) | test R² (mean ± std) |" in out
+    rows = _table_lines(out)
+    assert [row.split("|")[1].strip() for row in rows] == [
+        "mean of the training targets (trivial)",
+        "LinearRegression, raw features (same input, non-private)",
+        "LinearRegression, StandardScaler (everyday, non-private)",
+        "DPLpRegression (auto)",
+        "DPLpRegression (auto)",
+    ]
+    linear = [c.strip() for c in rows[1].strip("|").split("|")]
+    assert float(linear[3].split("±")[0]) > 0.95  # the encoded colour is needed for this R²
+    for row, eps in zip(rows[3:], (2.0, 5.0)):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert float(cells[1]) == eps and 0 < float(cells[4]) <= eps and float(cells[5]) == 1e-5
+        assert float(cells[2].split("±")[0]) > 0
+    assert "All 4 private fits above" in out
+
+
+def test_compare_classification_on_a_csv_file_with_a_categorical_column(tmp_path, capsys):
+    columns = _mixed_rows()
+    del columns["price"], columns["code"]
+    path = write_columns(tmp_path / "houses.csv", columns)
+    argv = ["compare", "--csv", path, "--target", "grade", *COLOURS, *FAST, "--feature-bounds", "0", "100"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"dataset: {path} (n=160, d=5, classes=2), 2 stratified splits" in out
+    assert "task: classification, detected by the public rule" in out
+    assert "labels: the 2 labels of column 'grade' are taken as public" in out
+    rows = _table_lines(out)
+    assert len(rows) == 3 + 2 + 2  # baselines, DPLogisticRegression and the private pipeline at 2 epsilons
+    for row in rows[3:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert 0.0 <= float(cells[2].split("±")[0]) <= 1.0 and 0 < float(cells[4]) <= float(cells[1])
+
+
+def test_compare_task_option_overrides_the_rule(tmp_path, capsys):
+    columns = _mixed_rows()
+    del columns["price"], columns["grade"]
+    path = write_columns(tmp_path / "codes.csv", columns)
+    base = ["compare", "--csv", path, "--target", "code", *COLOURS, "--repeats", "1", "--epsilons", "5"]
+    assert main(base) == 0  # two integer values: classification by the rule
+    assert "task: classification, detected" in capsys.readouterr().out
+    assert main([*base, "--task", "regression"]) == 0
+    out = capsys.readouterr().out
+    assert "task: regression, given by --task" in out and "test RMSE" in out
+
+
+def test_compare_encodes_a_value_outside_the_declared_categories_as_zeros(tmp_path, capsys):
+    columns = _mixed_rows()
+    del columns["grade"], columns["code"]
+    path = write_columns(tmp_path / "houses.csv", columns)
+    argv = ["compare", "--csv", path, "--target", "price", "--categories", "colour=crimson,teal"]
+    assert main([*argv, "--repeats", "1", "--epsilons", "5"]) == 0  # 'ochre' is all zeros
+    captured = capsys.readouterr()
+    assert "(n=160, d=4)" in captured.out and captured.err == ""
+
+
+def _cells(path):
+    """Every cell of a CSV file below its header (the private data)."""
+    lines = Path(path).read_text().splitlines()[1:]
+    return {cell for line in lines for cell in line.split(",") if cell}
+
+
+def _blank(columns, column, row=3, value=""):
+    columns[column][row] = value
+    return columns
+
+
+@pytest.mark.parametrize(
+    "edit,argv,message",
+    [
+        (None, ["--target", "price"], "column 'colour' holds text: declare its categories with --categories colour="),
+        (lambda c: _blank(c, "size"), ["--target", "price", *COLOURS], "column 'size' has missing values"),
+        (lambda c: _blank(c, "weight", value="NaN"), ["--target", "price", *COLOURS], "column 'weight' has missing"),
+        (lambda c: _blank(c, "colour"), ["--target", "price", *COLOURS], "column 'colour' has missing values"),
+        (lambda c: _blank(c, "price", value="NA"), ["--target", "price", *COLOURS], "--target column 'price' has missing"),
+        (None, ["--target", "price", *COLOURS, "--task", "classification"],
+         "--task classification needs labels; column 'price' holds non-integer numbers"),
+        (None, ["--target", "grade", *COLOURS, "--task", "regression"],
+         "--task regression needs a numeric target; column 'grade' holds text"),
+        (lambda c: {**c, "grade": ["premium"] * len(c["grade"])}, ["--target", "grade", *COLOURS],
+         "column 'grade' holds a single value"),
+        (lambda c: _blank(c, "code", row=0, value="5"), ["--target", "code", *COLOURS],
+         "a label of column 'code' has a single row"),
+        (None, ["--target", "cost", *COLOURS], "--target 'cost' is not a column"),
+        (None, ["--target", "price", "--categories", "shade=crimson"], "--categories 'shade' is not a column"),
+        (None, ["--target", "grade", "--categories", "grade=premium,budget"], "--categories 'grade' is the target"),
+        (None, ["--target", "price", "--categories", "colour"], "--categories takes COLUMN=CATEGORY,CATEGORY"),
+        (None, ["--target", "price", *COLOURS, "--feature-bounds", "0", "1"], "--feature-bounds builds the private"),
+    ],
+)
+def test_compare_refuses_bad_csv_input_in_one_line_without_data_values(tmp_path, capsys, edit, argv, message):
+    target = argv[argv.index("--target") + 1]
+    columns = {name: cells for name, cells in _mixed_rows(n=40).items() if name not in {"grade", "code"} - {target}}
+    if edit is not None:
+        columns = edit(columns)
+    path = write_columns(tmp_path / "rows.csv", columns)
+    assert main(["compare", "--csv", path, *argv, "--repeats", "1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("error: ") and captured.err.count("\n") == 1
+    assert message in captured.err
+    leaked = {cell for cell in _cells(path) - MISSING_CELLS - set(columns) if cell in captured.err}
+    assert not leaked, leaked
+
+
+def _dump(path):
+    """The content of an SQLite file, as SQL (independent of when its write-ahead log is merged)."""
+    connection = sqlite3.connect(path)
+    try:
+        return list(connection.iterdump())
+    finally:
+        connection.close()
+
+
+def test_ledger_prints_the_fits_of_a_ledger_file_and_leaves_it_unchanged(tmp_path, capsys):
+    path = tmp_path / "ledger.sqlite"
+    ledger = PrivacyAccountant(epsilon=4.0, delta=1e-4, path=path)
+    X, y = BUNDLED_DATASETS["iris"](return_X_y=True)
+    for eps in (0.5, 1.0):
+        DPLogisticRegression(epsilon=eps, accountant=ledger, classes=[0, 1, 2], random_state=0).fit(X, y)
+    spent = ledger.spent()
+    before = _dump(path)
+    assert main(["ledger", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "budget epsilon=4, delta=0.0001" in out
+    assert f"2 fits; together they spent epsilon={spent[0]:.4g} at delta=0.0001" in out
+    assert len([line for line in out.splitlines() if "DPLogisticRegression" in line]) == 2
+    assert _dump(path) == before and len(ledger.history) == 2
+
+
+def test_ledger_refuses_a_path_that_is_not_a_ledger_file_and_creates_nothing(tmp_path, capsys):
+    missing = tmp_path / "missing.sqlite"
+    assert main(["ledger", str(missing)]) == 2
+    assert "no file at" in capsys.readouterr().err and not missing.exists()
+    other = tmp_path / "other.sqlite"
+    connection = sqlite3.connect(other)
+    connection.execute("CREATE TABLE t (x)")
+    connection.commit()
+    connection.close()
+    text = tmp_path / "rows.csv"
+    write_csv(text, ["a"], [[1]])
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    for path in (other, text, empty):
+        before = path.read_bytes()
+        assert main(["ledger", str(path)]) == 2
+        assert "is not a ledger file" in capsys.readouterr().err
+        assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.sqlite", "other.sqlite", "rows.csv"]
+
+
+def test_every_option_of_every_command_has_help(capsys):
+    commands = next(action for action in _parser()._actions if action.dest == "command").choices
+    assert set(commands) == {"compare", "ledger"}
+    for command, parser in commands.items():
+        assert parser.description
+        for action in parser._actions:
+            assert action.help, (command, action.dest)
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "usage: python -m skdpsco " + command in capsys.readouterr().out
