@@ -111,12 +111,23 @@ def _check_compare_options(args) -> None:
         raise ValueError("--feature-bounds needs LOW < HIGH.")
 
 
+def _heading(args, table, name) -> str:
+    """The first line of the output: the data, its size, the splits and delta."""
+    size = f"n={table.X.shape[0]}, d={table.n_encoded}"
+    if table.task == "classification":
+        size, splits = f"{size}, classes={np.unique(table.y).size}", "stratified"
+    else:
+        splits = "random"
+    return (
+        f"dataset: {name} ({size}), {args.repeats} {splits} splits (test size {args.test_size}), "
+        f"delta={args.delta:g}"
+    )
+
+
 def _csv_notes(args, table) -> list[str]:
     """What the output says of a CSV file's schema: the task and how it was chosen, the encoding,
     the label set taken as public."""
-    how = "given by --task" if args.task else (
-        f"detected by the public rule ({TASK_RULE}); --task chooses it"
-    )
+    how = "given by --task" if args.task else f"detected by the public rule ({TASK_RULE}); --task chooses it"
     notes = [f"task: {table.task}, {how}."]
     if table.categories:
         notes.append(
@@ -135,7 +146,10 @@ def _csv_notes(args, table) -> list[str]:
 def _pipeline_note(args, feature_bounds) -> str:
     """What the output of classification says of the private-scaler pipeline, or of its absence."""
     if feature_bounds is None:
-        return "\n(No public feature bounds: the DPStandardScaler pipeline is left out; give --feature-bounds LOW HIGH.)"
+        return (
+            "\n(No public feature bounds: the DPStandardScaler pipeline is left out; give --feature-bounds "
+            "LOW HIGH.)"
+        )
     source = "--feature-bounds" if args.feature_bounds is not None else "the dataset's documented ranges"
     return (
         f"\nDPStandardScaler → DPLogisticRegression: features mapped onto [0, 1] by public bounds "
@@ -155,7 +169,9 @@ def _compare(args) -> int:
         raise ValueError(f"--csv: cannot read {args.csv!r} ({exc.strerror or exc}).") from None
     if args.feature_bounds is not None:
         if table.task == "regression":
-            raise ValueError("--feature-bounds builds the private pipeline of classification; leave it out for regression.")
+            raise ValueError(
+                "--feature-bounds builds the private pipeline of classification; leave it out for regression."
+            )
         feature_bounds = table.encoded_bounds(*args.feature_bounds)
     else:
         feature_bounds = public_feature_bounds(args.dataset if args.csv is None else None)
@@ -164,17 +180,12 @@ def _compare(args) -> int:
         test_size=args.test_size, algorithm=args.algorithm, radius=args.radius, seed=args.seed,
         feature_bounds=feature_bounds, task=table.task, encoder=table.encoder(),
     )
-    classification = table.task == "classification"
-    sizes = f"n={table.X.shape[0]}, d={table.n_encoded}" + (f", classes={np.unique(table.y).size}" if classification else "")
-    print(
-        f"dataset: {name} ({sizes}), {args.repeats} {'stratified' if classification else 'random'} splits "
-        f"(test size {args.test_size}), delta={args.delta:g}"
-    )
+    print(_heading(args, table, name))
     if args.csv:
         print("\n".join(_csv_notes(args, table)))
     print()
     print(TABLES[table.task](rows))
-    if classification:
+    if table.task == "classification":
         print(_pipeline_note(args, feature_bounds))
     total_eps, total_delta = ledger.spent()
     print(

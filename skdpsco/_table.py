@@ -86,10 +86,10 @@ class Table:
     def encoded_bounds(self, low: float, high: float) -> tuple[np.ndarray, np.ndarray]:
         """Public bounds of the encoded features: ``(low, high)`` for every numeric one, ``(0, 1)``
         for every one-hot one."""
-        n_one_hot = self.n_encoded - len(self.numeric)
-        bounds = [np.r_[np.full(len(self.numeric), bound), np.full(n_one_hot, one_hot)]
-                  for bound, one_hot in ((low, 0.0), (high, 1.0))]
-        return bounds[0], bounds[1]
+        n_numeric, n_one_hot = len(self.numeric), self.n_encoded - len(self.numeric)
+        lower = np.r_[np.full(n_numeric, low), np.zeros(n_one_hot)]
+        upper = np.r_[np.full(n_numeric, high), np.ones(n_one_hot)]
+        return lower, upper
 
 
 def _as_float(X):

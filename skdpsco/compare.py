@@ -194,15 +194,14 @@ TRIVIAL = "(trivial)"
 """Ends the name of the model that ignores the features, the floor of the table."""
 
 
-def _fit_and_score(model, metrics, X_train, y_train, X_test, y_test):
-    """``({metric: score}, fit seconds)``; values outside a declared category are encoded as zeros
-    without a warning (the user declared the categories knowingly)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Found unknown categories", UserWarning)
-        start = time.perf_counter()
-        model.fit(X_train, y_train)
-        seconds = time.perf_counter() - start
-        return {name: score(model, X_test, y_test) for name, score in metrics.items()}, seconds
+def _fit_and_record(row: Row, model, metrics: dict, split) -> None:
+    """Fit ``model`` on the training part of ``split``; add its test scores and fit time to ``row``."""
+    X_train, X_test, y_train, y_test = split
+    start = time.perf_counter()
+    model.fit(X_train, y_train)
+    row.fit_seconds.append(time.perf_counter() - start)
+    for name, score in metrics.items():
+        row.scores.setdefault(name, []).append(score(model, X_test, y_test))
 
 
 def _encoded(encoder, model):
@@ -210,13 +209,18 @@ def _encoded(encoder, model):
     return model if encoder is None else make_pipeline(clone(encoder), model)
 
 
+_NON_PRIVATE = {
+    "classification": (
+        f"majority class {TRIVIAL}", partial(DummyClassifier, strategy="most_frequent"),
+        "LogisticRegression", partial(LogisticRegression, max_iter=5000),
+    ),
+    "regression": (f"mean of the training targets {TRIVIAL}", DummyRegressor, "LinearRegression", LinearRegression),
+}
+
+
 def _baselines(task, encoder):
     """The non-private models of ``task``, by row name: factories of unfitted models."""
-    if task == "classification":
-        trivial, name, model = f"majority class {TRIVIAL}", "LogisticRegression", partial(LogisticRegression, max_iter=5000)
-        dummy = partial(DummyClassifier, strategy="most_frequent")
-    else:
-        trivial, name, model, dummy = f"mean of the training targets {TRIVIAL}", "LinearRegression", LinearRegression, DummyRegressor
+    trivial, dummy, name, model = _NON_PRIVATE[task]
     return {
         trivial: dummy,
         f"{name}, raw features (same input, non-private)": lambda: _encoded(encoder, model()),
@@ -226,34 +230,29 @@ def _baselines(task, encoder):
     }
 
 
+def _private_model(make, encoder, epsilon, seed, ledger):
+    """The unfitted private model ``make`` builds at ``epsilon``, seeded, charging ``ledger``."""
+    return _encoded(encoder, make(epsilon=epsilon, random_state=seed, accountant=ledger))
+
+
 def _private_models(task, encoder, *, epsilons, delta, algorithm, radius, feature_bounds, classes):
     """The private models of ``task``: ``{row key: (row name, epsilon, factory(seed, ledger))}``."""
     common = {"delta": delta, "algorithm": algorithm, "radius": radius}
     if task == "regression":
-        return {
-            eps: (f"DPLpRegression ({algorithm})", eps, lambda seed, ledger, eps=eps: _encoded(
-                encoder, DPLpRegression(epsilon=eps, random_state=seed, accountant=ledger, **common)
-            ))
-            for eps in epsilons
-        }
-    models = {
-        eps: (f"DPLogisticRegression ({algorithm})", eps, lambda seed, ledger, eps=eps: _encoded(
-            encoder,
-            DPLogisticRegression(epsilon=eps, random_state=seed, accountant=ledger, classes=classes, **common),
-        ))
+        kinds = {"model": (f"DPLpRegression ({algorithm})", partial(DPLpRegression, **common))}
+    else:
+        model = partial(DPLogisticRegression, classes=classes, **common)
+        kinds = {"model": (f"DPLogisticRegression ({algorithm})", model)}
+        if feature_bounds is not None:
+            kinds["pipeline"] = (
+                f"DPStandardScaler → DPLogisticRegression ({algorithm}), ε split 1:3",
+                partial(make_private_pipeline, feature_bounds, classes=classes, **common),
+            )
+    return {
+        (kind, eps): (name, eps, partial(_private_model, make, encoder, eps))
+        for kind, (name, make) in kinds.items()
         for eps in epsilons
     }
-    if feature_bounds is not None:
-        models.update({
-            ("pipeline", eps): (
-                f"DPStandardScaler → DPLogisticRegression ({algorithm}), ε split 1:3", eps,
-                lambda seed, ledger, eps=eps: _encoded(encoder, make_private_pipeline(
-                    feature_bounds, epsilon=eps, random_state=seed, accountant=ledger, classes=classes, **common
-                )),
-            )
-            for eps in epsilons
-        })
-    return models
 
 
 def run_comparison(
@@ -306,14 +305,13 @@ def run_comparison(
         split = train_test_split(
             X, y, test_size=test_size, stratify=y if task == "classification" else None, random_state=split_seed
         )
-        X_train, X_test, y_train, y_test = split
         for name, make in baselines.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)  # lbfgs on unscaled features
-                _add_scores(rows[name], *_fit_and_score(make(), metrics, X_train, y_train, X_test, y_test))
+                _fit_and_record(rows[name], make(), metrics, split)
         for key, (_, _, make) in private.items():
             fit_ledger = PrivacyAccountant()
-            _add_scores(rows[key], *_fit_and_score(make(split_seed, fit_ledger), metrics, X_train, y_train, X_test, y_test))
+            _fit_and_record(rows[key], make(split_seed, fit_ledger), metrics, split)
             rows[key].epsilons_spent.append(fit_ledger.spent()[0])  # at delta: the sum of the fits' deltas
             for record in fit_ledger.history:
                 ledger.charge(
@@ -321,12 +319,6 @@ def run_comparison(
                     epsilon=record.epsilon, delta=record.delta,
                 )
     return list(rows.values()), ledger
-
-
-def _add_scores(row: Row, scores: dict, seconds: float) -> None:
-    for name, score in scores.items():
-        row.scores.setdefault(name, []).append(score)
-    row.fit_seconds.append(seconds)
 
 
 def _mean_std(values, spec: str = ".3f") -> str:
@@ -341,7 +333,8 @@ def _line(row: Row, score_cells: list[str]) -> str:
     delta = "—" if row.delta_spent is None else f"{row.delta_spent:g}"
     if row.model.endswith(TRIVIAL):
         spent = "—"
-    return f"| {row.model} | {target} | {' | '.join(score_cells)} | {spent} | {delta} | {1e3 * np.median(row.fit_seconds):.1f} |"
+    cells = [row.model, target, *score_cells, spent, delta, f"{1e3 * np.median(row.fit_seconds):.1f}"]
+    return "| " + " | ".join(cells) + " |"
 
 
 def format_table(rows: list[Row]) -> str:
