@@ -71,8 +71,9 @@ def _compare_parser(commands) -> None:
         type=float,
         nargs=2,
         metavar=("LOW", "HIGH"),
-        help="public range of every numeric feature, for the private-scaler pipeline of classification "
-        "(default: the documented ranges of a bundled dataset; none for --csv). Never take it from the data.",
+        help="public range of every numeric feature (one-hot columns: 0 and 1), for the private-scaler "
+        "pipeline of classification (default: the documented ranges of a bundled dataset; none for --csv). "
+        "Never take it from the data.",
     )
 
 

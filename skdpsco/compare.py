@@ -362,7 +362,7 @@ def format_regression_table(rows: list[Row]) -> str:
         "| fit time (ms, median) |",
         "|---|---|---|---|---|---|---|",
     ]
-    lines.extend(_line(row, [_mean_std(row.scores["rmse"], ".4g"), _mean_std(row.scores["r2"])]) for row in rows)
+    lines.extend(_line(row, [_mean_std(row.scores["rmse"], "#.4g"), _mean_std(row.scores["r2"])]) for row in rows)
     return "\n".join(lines)
 
 
