@@ -248,7 +248,10 @@ def _ledger_summary(ledger: PrivacyAccountant) -> str:
 
 
 def _ledger(args) -> int:
-    print(_ledger_summary(_read_ledger(args.path)))
+    try:
+        print(_ledger_summary(_read_ledger(args.path)))
+    except sqlite3.Error as exc:  # e.g. a damaged file, or one this process may not open
+        raise ValueError(f"ledger: cannot read {args.path!r} ({exc}).") from None
     return 0
 
 

@@ -113,8 +113,21 @@ def parse_categories(declarations: list[str] | None) -> dict[str, list[str]]:
 
 
 def read_columns(path: str) -> dict[str, list[str]]:
-    """The cells of a CSV file with a header row, column by column, stripped of white space."""
-    with open(path, newline="") as handle:
+    """The cells of a CSV file with a header row, column by column, stripped of white space.
+
+    UTF-8 text (with or without a byte-order mark); a file that is not is refused without
+    quoting it.
+    """
+    try:
+        return _read_columns(path)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text: save it as UTF-8 (CSV UTF-8).") from None
+    except csv.Error as exc:
+        raise ValueError(f"{path} is not a CSV file that can be read ({exc}).") from None
+
+
+def _read_columns(path: str) -> dict[str, list[str]]:
+    with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.reader(handle)
         header = [name.strip() for name in next(reader, [])]
         if not header:

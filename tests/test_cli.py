@@ -384,3 +384,16 @@ def test_every_option_of_every_command_has_help(capsys):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert "usage: python -m skdpsco " + command in capsys.readouterr().out
+
+
+def test_compare_reads_a_byte_order_mark_and_refuses_a_file_that_is_not_utf8(tmp_path, capsys):
+    rows = "".join(f"{size},{label}\n" for size, label in [(1.5, "oui"), (2.5, "non")] * 10)
+    marked = tmp_path / "marked.csv"
+    marked.write_bytes(("\ufeffsize,label\n" + rows).encode("utf-8"))
+    assert main(["compare", "--csv", str(marked), "--target", "label", "--repeats", "1", "--epsilons", "5"]) == 0
+    assert "(n=20, d=1, classes=2)" in capsys.readouterr().out
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(("size,label\n" + rows.replace("non", "café")).encode("latin-1"))
+    assert main(["compare", "--csv", str(latin), "--target", "label"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {latin} is not UTF-8 text: save it as UTF-8 (CSV UTF-8).\n"
