@@ -24,24 +24,30 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return action.help if action.default is None else super()._get_help_string(action)
 
 
-def _compare_parser(commands) -> None:
-    compare = commands.add_parser(
-        "compare",
-        help="fit DP models and their non-private counterparts, print a table",
-        description=(
-            "Fit private models at several epsilons and their non-private scikit-learn "
-            "counterparts on the same splits, and print test scores, privacy spent and fit time. "
-            "Classification: DPLogisticRegression against LogisticRegression, test accuracy, "
-            "stratified splits; the label set is taken as public. Regression (--csv only): "
-            "DPLpRegression against LinearRegression, test RMSE and R², random splits. The "
-            "private models take the raw features with the defaults: each feature's scale is "
-            "learnt privately inside fit, within the fit's epsilon. With public feature bounds "
-            "(documented ones for the bundled datasets, --feature-bounds for a CSV file) the "
-            "classification table also has the hand-built private pipeline, DPStandardScaler -> "
-            "Normalizer -> DPLogisticRegression, with each epsilon split 1:3 between scaler and model."
-        ),
-        formatter_class=_HelpFormatter,
-    )
+_COMMANDS = {
+    "compare": (
+        "fit DP models and their non-private counterparts, print a table",
+        "Fit private models at several epsilons and their non-private scikit-learn "
+        "counterparts on the same splits, and print test scores, privacy spent and fit time. "
+        "Classification: DPLogisticRegression against LogisticRegression, test accuracy, "
+        "stratified splits; the label set is taken as public. Regression (--csv only): "
+        "DPLpRegression against LinearRegression, test RMSE and R², random splits. The "
+        "private models take the raw features with the defaults: each feature's scale is "
+        "learnt privately inside fit, within the fit's epsilon. With public feature bounds "
+        "(documented ones for the bundled datasets, --feature-bounds for a CSV file) the "
+        "classification table also has the hand-built private pipeline, DPStandardScaler -> "
+        "Normalizer -> DPLogisticRegression, with each epsilon split 1:3 between scaler and model.",
+    ),
+    "ledger": (
+        "print what a ledger file holds",
+        "Print a summary of a ledger file written by PrivacyAccountant(path=PATH): its budget, "
+        "what its fits spent together, and each fit. Reading it does not change it.",
+    ),
+}
+"""Each command's one-line summary and description."""
+
+
+def _compare_options(compare: argparse.ArgumentParser) -> None:
     source = compare.add_mutually_exclusive_group()
     source.add_argument("--dataset", default="breast_cancer", choices=sorted(BUNDLED_DATASETS),
                         help="a classification dataset bundled with scikit-learn")
@@ -77,16 +83,7 @@ def _compare_parser(commands) -> None:
     )
 
 
-def _ledger_parser(commands) -> None:
-    ledger = commands.add_parser(
-        "ledger",
-        help="print what a ledger file holds",
-        description=(
-            "Print a summary of a ledger file written by PrivacyAccountant(path=PATH): its budget, "
-            "what its fits spent together, and each fit. Reading it does not change it."
-        ),
-        formatter_class=_HelpFormatter,
-    )
+def _ledger_options(ledger: argparse.ArgumentParser) -> None:
     ledger.add_argument("path", metavar="PATH", help="an existing ledger file")
 
 
@@ -95,8 +92,11 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m skdpsco", description="Differentially private linear models: command-line jobs."
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    _compare_parser(commands)
-    _ledger_parser(commands)
+    for name, add_options in (("compare", _compare_options), ("ledger", _ledger_options)):
+        summary, description = _COMMANDS[name]
+        add_options(
+            commands.add_parser(name, help=summary, description=description, formatter_class=_HelpFormatter)
+        )
     return parser
 
 

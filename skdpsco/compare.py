@@ -159,7 +159,7 @@ def load_data(
     """``(table, name)`` of a bundled dataset (classification) or of a CSV file (:func:`load_table`)."""
     if csv_path is not None:
         if target is None:
-            raise ValueError("--csv needs --target COLUMN naming the label column.")
+            raise ValueError("--csv needs --target COLUMN naming the target column.")
         return load_table(csv_path, target, task, categories), csv_path
     if dataset not in BUNDLED_DATASETS:
         raise ValueError(f"--dataset must be one of {sorted(BUNDLED_DATASETS)}; got {dataset!r}.")
