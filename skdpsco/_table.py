@@ -4,7 +4,9 @@ The file is the private data, so no message from here holds a cell of it: an err
 column and the option or edit that fixes it, never a value found in the column (its distinct
 values would be a release no accountant charges). The schema is public and comes from the
 user: which feature columns are categorical and their categories (``--categories``), and the
-task (``--task``), else the documented rule of :func:`detect_task`.
+task (``--task``), else the documented rule of :func:`detect_task`. That rule reads the target
+column, so the task it picks (which the output prints) tells whether the target looks like
+labels; ``--task`` decides without reading it.
 
 * Numeric feature columns are used as they are; a feature column with any other text must be
   declared categorical, and is one-hot encoded by its declared categories (a value outside
@@ -50,7 +52,7 @@ class Table:
         The feature columns in file order: floats, or an object array whose categorical columns
         hold the cells as text.
     y : ndarray of shape (n_samples,)
-        The target: labels as text (classification) or floats (regression).
+        The target: labels (of a CSV file, its cells as text) or floats (regression).
     task : {'classification', 'regression'}
     numeric : list of int
         Indices of the numeric columns of ``X``.
