@@ -10,6 +10,7 @@ import statistics
 import threading
 import time
 
+import attr
 import dp_accounting
 import numpy as np
 import pytest
@@ -320,7 +321,7 @@ def test_json_form_reads_back_to_the_same_event(event):
     back = dp_event_from_json(json.loads(text))
     assert back == event and type(back) is type(event)
     assert repr(back) == repr(event).replace("np.float64(1.2345678901234567)", "1.2345678901234567")
-    for name in (f.name for f in accounting.attr.fields(type(event))):
+    for name in (f.name for f in attr.fields(type(event))):
         assert type(getattr(back, name)) in (type(getattr(event, name)), float)
 
 

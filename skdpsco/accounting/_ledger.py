@@ -1,0 +1,555 @@
+"""The ledger: :class:`PrivacyAccountant`, its records, its budget, and the shared default.
+
+Every estimator records the event of each fit with an accountant (its ``accountant`` parameter,
+else the shared default of :func:`get_accountant`), which refuses a fit that would exceed its
+budget before the fit reads a row.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import dp_accounting
+
+from ._conversion import epsilon_of
+from ._events import _check_delta, _check_epsilon, dp_event_from_json, dp_event_to_json
+
+
+class _Composition:
+    """A composition of events kept in a form whose size does not grow with the number of events
+    composed, with the same epsilon under :func:`epsilon_of` (up to floating-point rounding).
+
+    :func:`epsilon_of` converts a composition (:class:`~dp_accounting.ComposedDpEvent`,
+    :class:`~dp_accounting.SelfComposedDpEvent`) through its leaves with their multiplicities only:
+    every accountant it uses adds a leaf's contribution (``mu**2`` of the Gaussian releases,
+    Dong, Roth & Su 2022, Cor. 3.3; Renyi divergences, Mironov 2017, Prop. 1; the privacy loss
+    distributions of equal randomized responses, ``self_compose``; failure probabilities, union
+    bound; objective-perturbation offsets and ``delta`` divisors), never their order or grouping.
+    So the composition of ``m`` events is held as
+
+    * the total Gaussian precision ``sum count / z**2`` of its Gaussian leaves, released as one
+      :class:`~dp_accounting.GaussianDpEvent` of ``z = 1 / sqrt(precision)`` (the Gaussian
+      releases compose exactly into one);
+    * the total ``rho`` and ``xi`` of its zCDP leaves, one :class:`~dp_accounting.ZCDpEvent`
+      (RDP adds: ``sum (xi + rho alpha)`` at every order);
+    * every other leaf (randomized responses, fixed-order RDP bounds, failure-probability and
+      objective-perturbation wrappers, sampled or selected events), once per distinct leaf with
+      its count, as ``SelfComposedDpEvent(leaf, count)``,
+
+    and :meth:`event` is that bounded composition: adding an event costs its own size, and
+    converting the whole costs one :func:`epsilon_of` of a composition of the distinct leaves,
+    whatever ``m``. No-op leaves are dropped (they contribute nothing to any accountant).
+    """
+
+    __slots__ = ("precision", "rho", "xi", "leaves")
+
+    def __init__(self):
+        self.precision = 0.0
+        self.rho = self.xi = 0.0
+        self.leaves: dict = {}  # key -> [leaf, count], in the order first seen
+
+    def add(self, event: dp_accounting.DpEvent, count: int = 1) -> None:
+        """Compose ``event`` ``count`` times into this composition."""
+        if isinstance(event, dp_accounting.ComposedDpEvent):
+            for part in event.events:
+                self.add(part, count)
+        elif isinstance(event, dp_accounting.SelfComposedDpEvent):
+            self.add(event.event, count * int(event.count))
+        elif isinstance(event, dp_accounting.GaussianDpEvent):
+            z = float(event.noise_multiplier)
+            self.precision += math.inf if z == 0 else count / z**2
+        elif isinstance(event, dp_accounting.ZCDpEvent):
+            self.rho += count * float(event.rho)
+            self.xi += count * float(event.xi)
+        elif not isinstance(event, dp_accounting.NoOpDpEvent):
+            key = _leaf_key(event)
+            entry = self.leaves.get(key)
+            if entry is None:
+                self.leaves[key] = [event, count]
+            else:
+                entry[1] += count
+
+    def copy(self) -> _Composition:
+        other = _Composition()
+        other.precision, other.rho, other.xi = self.precision, self.rho, self.xi
+        other.leaves = {key: list(entry) for key, entry in self.leaves.items()}
+        return other
+
+    def event(self) -> dp_accounting.ComposedDpEvent:
+        """The bounded composition, as one event for :func:`epsilon_of`."""
+        events = []
+        if self.precision > 0:
+            events.append(dp_accounting.GaussianDpEvent(1.0 / math.sqrt(self.precision)))
+        if self.rho or self.xi:
+            events.append(dp_accounting.ZCDpEvent(rho=self.rho, xi=self.xi))
+        for leaf, count in self.leaves.values():
+            events.append(leaf if count == 1 else dp_accounting.SelfComposedDpEvent(leaf, count))
+        return dp_accounting.ComposedDpEvent(events)
+
+
+def _leaf_key(event: dp_accounting.DpEvent):
+    """A hashable key equal for equal leaves: the canonical JSON form (:func:`dp_event_to_json`),
+    or the object's identity for an event that has none (it is then kept, never merged)."""
+    try:
+        return json.dumps(dp_event_to_json(event), sort_keys=True, allow_nan=False)
+    except TypeError:
+        return ("object", id(event))
+
+
+class BudgetExceededError(ValueError):
+    """A fit would exceed the privacy budget of its accountant; nothing was fitted or recorded."""
+
+
+class LedgerProcessError(RuntimeError):
+    """An in-memory ledger was charged in a process other than the one that created it (a copy,
+    whose records the original would never see); nothing was fitted or recorded."""
+
+
+@dataclass(frozen=True)
+class FitRecord:
+    """One accounted release: who made it, with which parameters, and its event.
+
+    ``time`` is the Unix time of the record, ``dataset`` the label of the ledger that recorded it
+    (``PrivacyAccountant(dataset=...)``). Records read from a ledger file carry ``params`` as
+    JSON gave them back (values without a JSON form as their ``repr``).
+    """
+
+    estimator: str
+    params: dict
+    event: dp_accounting.DpEvent
+    epsilon: float
+    delta: float
+    time: float | None = None
+    dataset: str | None = None
+
+
+# A ledger file (PrivacyAccountant(path=...)): SQLite, one row per fit.
+_LEDGER_FORMAT = "1"
+_LEDGER_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS fits (id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, "
+    "estimator TEXT NOT NULL, params TEXT NOT NULL, event TEXT NOT NULL, epsilon REAL NOT NULL, "
+    "delta REAL NOT NULL, dataset TEXT, pid INTEGER NOT NULL)",
+)
+_LEDGER_BUSY_TIMEOUT = 600.0  # seconds a charge waits for another process's check and record
+_inherited_connections: list = []  # connections of a parent process, never used nor closed after fork
+
+
+def _ledger_meta(connection: sqlite3.Connection) -> dict:
+    """The ``meta`` table of a ledger file as a dict (empty for a new file)."""
+    if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is None:
+        return {}
+    return dict(connection.execute("SELECT key, value FROM meta"))
+
+
+def _params_json(params: dict) -> str:
+    """The estimator's parameters as JSON, values without a JSON form as their ``repr``."""
+    try:
+        return json.dumps(params, default=repr)
+    except (TypeError, ValueError):  # e.g. a dict with tuple keys inside
+        return json.dumps({name: repr(value) for name, value in params.items()})
+
+
+class PrivacyAccountant:
+    """Ledger of every accounted fit, with an optional total (epsilon, delta) budget.
+
+    All skdpsco estimators record the event of each fit with an accountant: the one passed as
+    their ``accountant`` parameter, else the shared default (:func:`get_accountant`). The
+    composition of everything recorded is converted with :func:`epsilon_of`.
+
+    Parameters
+    ----------
+    epsilon : float or None, default=None
+        Total epsilon budget. ``None``: no budget (the ledger only records).
+    delta : float or None, default=None
+        The delta at which the budget is measured. Required when ``epsilon`` is given.
+    path : str or os.PathLike or None, default=None
+        A file holding the ledger (SQLite), shared by every process that opens it: the workers
+        of a parallel search, other scripts, a later session. ``None``: the ledger lives in this
+        process's memory. A new file stores the budget given here; an existing file keeps its
+        own, which ``PrivacyAccountant(path=...)`` adopts and any other budget is refused for.
+    dataset : str or None, default=None
+        A label recorded with every fit (e.g. the name of the dataset the ledger accounts for).
+
+    Notes
+    -----
+    * A fit is checked against the budget **before it reads the data**: if the composition of
+      the recorded events and the new one would exceed ``epsilon`` at ``delta``, the fit raises
+      :class:`BudgetExceededError`; nothing is fitted and nothing is recorded. A fit that has
+      started training is charged even if it later fails.
+    * Used as a context manager, the accountant is the shared default inside the block.
+    * :func:`sklearn.base.clone` returns the same accountant (``__sklearn_clone__``), so the fits
+      of ``GridSearchCV`` or ``cross_val_score`` on clones are recorded on one ledger.
+    * **Processes.** With ``path``, each check and record is one ``BEGIN IMMEDIATE`` transaction
+      of the file (write-ahead log, ``synchronous=FULL``): it reads the fits other processes
+      recorded since, checks the budget against all of them and records the fit, so processes
+      charging one file at once are serialised and never overrun its budget, and the record is
+      on disk before the fit reads a row (a process killed during training leaves its charge).
+      A pickled file ledger (e.g. sent to a ``joblib`` worker of ``GridSearchCV(n_jobs=2)``)
+      reopens the file. An in-memory ledger can only record in the process that created it: a
+      copy of it charged in another process (a worker of a process-based ``n_jobs`` backend, a
+      pickle loaded by another script) raises :class:`LedgerProcessError` before the fit reads
+      any data, since its record would never reach the original and its budget could not be
+      enforced. The shared default that skdpsco creates (:func:`get_accountant`) is exempt: it
+      records in whichever process fits, each process having its own, so fits in workers are
+      not on the parent's default (:func:`set_accountant` and ``with ledger:`` set the default
+      of their own process only).
+    * Thread-safe: checking and recording are one atomic step.
+    * The composition of the records is kept up to date as they arrive, in a form whose size
+      does not grow with their number (:class:`_Composition`: one Gaussian, one zCDP event and
+      the distinct other events with their counts), so a budget check or ``spent()`` costs one
+      :func:`epsilon_of` of that form, the same after ten fits or ten thousand, and gives the
+      epsilon of the whole history (``tests/test_ledger.py``). A file ledger reads only the rows
+      recorded since it last read the file. Copies and pickles of an in-memory ledger hold the
+      records and rebuild it.
+    """
+
+    def __init__(
+        self,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        *,
+        path: str | os.PathLike | None = None,
+        dataset: str | None = None,
+    ):
+        if epsilon is not None:
+            _check_epsilon(epsilon)
+            if delta is None:
+                raise ValueError("delta is required with an epsilon budget; e.g. delta=1e-5.")
+        if delta is not None:
+            _check_delta(delta)
+        if not (dataset is None or isinstance(dataset, str)):
+            raise TypeError(f"dataset must be a str or None; got {type(dataset).__name__}.")
+        self.epsilon = epsilon
+        self.delta = delta
+        self.path = None if path is None else os.path.abspath(os.fspath(path))
+        self.dataset = dataset
+        self._owner: int | None = os.getpid()
+        self._records: list[FitRecord] = []
+        self._lock = threading.RLock()
+        self._previous_defaults: list[PrivacyAccountant] = []
+        self._forget_composition()
+        self._connection, self._connection_pid = None, None
+        if self.path is not None:
+            self._open_file()
+
+    def _forget_composition(self) -> None:
+        """Rebuild the running composition of the records (after a reset or unpickling)."""
+        self._composition = _Composition()
+        self._deltas = 0.0
+        for record in self._records:
+            self._composition.add(record.event)
+            self._deltas += record.delta
+        self._epsilons: dict[float, float] = {}  # delta -> epsilon of the records, remembered
+        self._read_id, self._generation = 0, None  # of a ledger file: the last row read, and its reset count
+
+    # -- sklearn / copy protocol ---------------------------------------------------------
+    def __sklearn_clone__(self):
+        return self
+
+    def __getstate__(self):
+        state = {
+            "epsilon": self.epsilon, "delta": self.delta, "path": self.path, "dataset": self.dataset,
+            "_owner": self._owner, "_previous_defaults": [],
+        }
+        if self.path is None:  # the file is the ledger of a file ledger
+            with self._lock:
+                state["_records"] = list(self._records)  # a copy is a ledger of its own
+        return state
+
+    def __setstate__(self, state):
+        state = {"path": None, "dataset": None, "_records": [], **state}
+        state.setdefault("_owner", os.getpid())  # pickled before process checks: as before
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+        self._connection, self._connection_pid = None, None
+        self._forget_composition()
+
+    def __repr__(self) -> str:
+        budget = "no budget" if self.epsilon is None else f"budget=({self.epsilon}, {self.delta})"
+        if self.path is not None:
+            return f"PrivacyAccountant(path={self.path!r}, {budget})"
+        return f"PrivacyAccountant({budget}, fits={len(self._records)})"
+
+    # -- the ledger file ------------------------------------------------------------------
+    def _file(self) -> sqlite3.Connection:
+        """This process's connection to the ledger file (a forked child opens its own)."""
+        if self._connection_pid != os.getpid():
+            if self._connection is not None:
+                _inherited_connections.append(self._connection)
+            connection = sqlite3.connect(
+                self.path, timeout=_LEDGER_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
+            )
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=FULL")
+            self._connection, self._connection_pid = connection, os.getpid()
+        return self._connection
+
+    def _transaction(self, kind: str = ""):
+        """``with self._transaction("IMMEDIATE") as connection:``, committed at the end of the
+        block, rolled back if it raises."""
+        return _Transaction(self._file(), kind)
+
+    def _open_file(self) -> None:
+        """Create the ledger file, or check the budget it holds against this one's."""
+        mine = {name: json.dumps(None if value is None else float(value))
+                for name, value in (("epsilon", self.epsilon), ("delta", self.delta))}
+        with self._transaction() as connection:  # a read: no wait for another process's charge
+            meta = _ledger_meta(connection)
+        if not meta:
+            with self._transaction("IMMEDIATE") as connection:
+                for statement in _LEDGER_SCHEMA:
+                    connection.execute(statement)
+                meta = _ledger_meta(connection)
+                if not meta:
+                    connection.executemany(
+                        "INSERT INTO meta (key, value) VALUES (?, ?)",
+                        [("format", _LEDGER_FORMAT), ("generation", "0"), *mine.items()],
+                    )
+                    return
+        if meta.get("format") != _LEDGER_FORMAT:
+            raise ValueError(f"{self.path} is not a ledger file of format {_LEDGER_FORMAT} (meta: {meta}).")
+        theirs = (json.loads(meta["epsilon"]), json.loads(meta["delta"]))
+        if (self.epsilon, self.delta) == (None, None):
+            self.epsilon, self.delta = theirs
+        elif (self.epsilon, self.delta) != theirs:
+            raise ValueError(
+                f"The ledger file {self.path} holds the budget epsilon={theirs[0]}, delta={theirs[1]}; "
+                f"it was opened with epsilon={self.epsilon}, delta={self.delta}. Open it with "
+                f"PrivacyAccountant(path={self.path!r}) to charge its own budget."
+            )
+
+    def _read_new_rows(self, connection: sqlite3.Connection) -> None:
+        """Add the rows recorded in the file since the last read (all of them after a reset)."""
+        (generation,) = connection.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        if generation != self._generation:
+            self._records = []
+            self._forget_composition()
+            self._generation = generation
+        rows = connection.execute(
+            "SELECT id, time, estimator, params, event, epsilon, delta, dataset FROM fits WHERE id > ? ORDER BY id",
+            (self._read_id,),
+        ).fetchall()
+        for row_id, when, estimator, params, event, epsilon, delta, dataset in rows:
+            record = FitRecord(
+                estimator, json.loads(params), dp_event_from_json(json.loads(event)), epsilon, delta, when, dataset
+            )
+            self._records.append(record)
+            self._composition.add(record.event)
+            self._deltas += record.delta
+            self._read_id = row_id
+        if rows:
+            self._epsilons = {}
+
+    def _refresh(self) -> None:
+        """Read what other processes recorded in the ledger file (nothing to do in memory)."""
+        if self.path is not None:
+            with self._transaction() as connection:
+                self._read_new_rows(connection)
+
+    # -- ledger -----------------------------------------------------------------------------
+    @property
+    def history(self) -> tuple[FitRecord, ...]:
+        """The recorded fits, oldest first (of every process, for a ledger file)."""
+        with self._lock:
+            self._refresh()
+            return tuple(self._records)
+
+    def _epsilon_at(self, delta: float) -> float:
+        """:func:`epsilon_of` of the composition of the records at ``delta``, remembered until
+        the next record."""
+        epsilon = self._epsilons.get(delta)
+        if epsilon is None:
+            epsilon = self._epsilons[delta] = epsilon_of(self._composition.event(), delta)
+        return epsilon
+
+    def _reporting_delta(self) -> float:
+        if self.delta is not None:
+            return self.delta
+        # No budget delta: report at the sum of the fits' deltas (any delta gives a valid
+        # (epsilon, delta) pair of the composition; this one matches basic composition).
+        return min(self._deltas, 1.0 - 1e-12)
+
+    def spent(self, delta: float | None = None) -> tuple[float, float]:
+        """(epsilon, delta) of the composition of every recorded fit.
+
+        Parameters
+        ----------
+        delta : float or None, default=None
+            The delta to report at. ``None``: the budget's ``delta``, or the sum of the fits'
+            deltas when there is no budget.
+
+        Returns
+        -------
+        (float, float)
+            ``(0.0, 0.0)`` before any fit (``(0.0, delta)`` when ``delta`` is given). When every
+            fit was pure epsilon-DP (``delta = 0``), ``delta`` is not given and there is no
+            budget: the sum of their epsilons, ``delta = 0`` (basic composition, exact for pure
+            DP: the epsilons of binary randomized responses add up at ``delta = 0``).
+
+        Notes
+        -----
+        The composition is kept as the records arrive in a form of bounded size
+        (:class:`_Composition`): the cost does not grow with the number of fits.
+        """
+        if delta is not None:
+            _check_delta(delta)
+        with self._lock:
+            self._refresh()
+            if not self._records:
+                return 0.0, (0.0 if delta is None else float(delta))
+            if delta is not None:
+                return self._epsilon_at(float(delta)), float(delta)
+            delta = self._reporting_delta()
+            if delta == 0.0:
+                return math.fsum(record.epsilon for record in self._records), 0.0
+            return self._epsilon_at(delta), delta
+
+    def remaining(self) -> float | None:
+        """Epsilon left in the budget at its delta (``None`` without a budget)."""
+        if self.epsilon is None:
+            return None
+        return max(self.epsilon - self.spent()[0], 0.0)
+
+    def charge(
+        self,
+        event: dp_accounting.DpEvent,
+        *,
+        estimator: str,
+        params: dict[str, Any],
+        epsilon: float,
+        delta: float,
+    ) -> FitRecord:
+        """Check ``event`` against the budget and record it, atomically.
+
+        The check converts the composition of the records and ``event`` with :func:`epsilon_of`;
+        the records' composition is kept up to date as they arrive (:class:`_Composition`), so
+        the check costs the same after ten fits or after ten thousand. With a ledger file, the
+        check and the record are one transaction of the file, which includes the fits every
+        other process recorded.
+
+        Raises
+        ------
+        BudgetExceededError
+            If recording ``event`` would exceed the budget; nothing is recorded.
+        LedgerProcessError
+            If this is an in-memory ledger created in another process; nothing is recorded.
+        TypeError
+            If the ledger is a file and ``event`` has no JSON form (:func:`dp_event_to_json`).
+        """
+        with self._lock:
+            if self.path is None:
+                self._check_process(estimator)
+                return self._check_and_record(event, estimator, params, epsilon, delta, None)
+            with self._transaction("IMMEDIATE") as connection:
+                self._read_new_rows(connection)
+                return self._check_and_record(event, estimator, params, epsilon, delta, connection)
+
+    def _check_process(self, estimator: str) -> None:
+        if self._owner is not None and self._owner != os.getpid():
+            raise LedgerProcessError(
+                f"This fit of {estimator} was refused before reading any data: its accountant is an in-memory "
+                f"PrivacyAccountant created in process {self._owner}, charged here in process {os.getpid()} (a "
+                "worker of GridSearchCV / cross_val_score with n_jobs > 1 and a process backend, or a pickle "
+                "loaded elsewhere), where its record would never reach the original ledger nor its budget be "
+                "enforced. Use a ledger every process charges, PrivacyAccountant(path='ledger.sqlite', "
+                "epsilon=..., delta=...), or n_jobs=1, or joblib's threading backend."
+            )
+
+    def _check_and_record(self, event, estimator, params, epsilon, delta, connection) -> FitRecord:
+        params = dict(params)
+        if connection is not None:  # recorded as every process reads it back from the file
+            stored_event, stored_params = json.dumps(dp_event_to_json(event), allow_nan=False), _params_json(params)
+            event, params = dp_event_from_json(json.loads(stored_event)), json.loads(stored_params)
+        composition = self._composition.copy()
+        composition.add(event)
+        projected = None
+        if self.epsilon is not None:
+            projected = epsilon_of(composition.event(), self.delta)
+            if projected > self.epsilon:
+                spent = self._epsilon_at(self.delta) if self._records else 0.0
+                raise BudgetExceededError(
+                    f"This fit of {estimator} would raise the privacy spent from epsilon="
+                    f"{spent:.4g} to {projected:.4g} at delta={self.delta:g}, above the "
+                    f"accountant's budget epsilon={self.epsilon:g}. Nothing was fitted. Lower "
+                    "the estimator's epsilon, or use a PrivacyAccountant with a larger budget."
+                )
+        record = FitRecord(estimator, params, event, float(epsilon), float(delta), time.time(), self.dataset)
+        if connection is not None:
+            cursor = connection.execute(
+                "INSERT INTO fits (time, estimator, params, event, epsilon, delta, dataset, pid) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.time, estimator, stored_params, stored_event, record.epsilon, record.delta,
+                 self.dataset, os.getpid()),
+            )
+            connection.execute("COMMIT")  # on disk before the fit reads a row
+            self._read_id = cursor.lastrowid
+        self._records.append(record)
+        self._composition = composition
+        self._deltas += record.delta
+        self._epsilons = {} if projected is None else {self.delta: projected}
+        return record
+
+    def reset(self) -> None:
+        """Forget every recorded fit (for a new, disjoint dataset); of a ledger file, for every
+        process that uses it."""
+        with self._lock:
+            if self.path is not None:
+                with self._transaction("IMMEDIATE") as connection:
+                    connection.execute("DELETE FROM fits")
+                    connection.execute(
+                        "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'"
+                    )
+            self._records = []
+            self._forget_composition()
+
+    # -- shared default ---------------------------------------------------------------------
+    def __enter__(self) -> PrivacyAccountant:
+        self._previous_defaults.append(set_accountant(self))
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        set_accountant(self._previous_defaults.pop())
+
+
+class _Transaction:
+    """A transaction of a ledger file's connection (``BEGIN [kind]``; committed at the end of a
+    ``with`` block unless committed inside it, rolled back if the block raises)."""
+
+    def __init__(self, connection: sqlite3.Connection, kind: str):
+        self.connection, self.kind = connection, kind
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.connection.execute(f"BEGIN {self.kind}")
+        return self.connection
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if self.connection.in_transaction:
+            self.connection.execute("ROLLBACK" if kind is not None else "COMMIT")
+
+
+_default_lock = threading.Lock()
+_default_accountant = PrivacyAccountant()
+_default_accountant._owner = None  # skdpsco's own default records in every process (class Notes)
+
+
+def get_accountant() -> PrivacyAccountant:
+    """The shared default accountant (no budget unless replaced)."""
+    return _default_accountant
+
+
+def set_accountant(accountant: PrivacyAccountant) -> PrivacyAccountant:
+    """Replace the shared default accountant; return the previous one."""
+    global _default_accountant
+    if not isinstance(accountant, PrivacyAccountant):
+        raise TypeError(f"accountant must be a PrivacyAccountant; got {type(accountant).__name__}.")
+    with _default_lock:
+        previous, _default_accountant = _default_accountant, accountant
+    return previous
