@@ -33,7 +33,8 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._secure import is_secure, noisy_release, secure_event
-from .accounting import PrivacyAccountant, calibrate_noise, epsilon_of, gaussian_event, get_accountant
+from .accounting import PrivacyAccountant, calibrate_noise, epsilon_of, gaussian_event
+from .accounting._ledger import CarriesDefaultLedger, charge_fit
 from .linear_model._base import PrivacyWarning, _generator
 
 __all__ = ["DPStandardScaler", "scaler_sensitivities"]
@@ -87,7 +88,7 @@ def _calibrated(epsilon: float, delta: float, n_releases: int, secure: bool = Fa
     return multiplier, epsilon_of(_scaler_event(multiplier, n_releases, secure), delta)
 
 
-class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLedger, BaseEstimator):
     """Standardise features with (epsilon, delta)-differentially private means and variances.
 
     Each feature is clipped to public bounds ``[l_j, u_j]`` (a per-row map: no privacy cost),
@@ -251,14 +252,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         secure = is_secure(rng)
         multiplier, spent = _calibrated(float(self.epsilon), float(self.delta), n_releases, secure)
         event = _scaler_event(multiplier, n_releases, secure)
-        accountant = self.accountant if self.accountant is not None else get_accountant()
-        accountant.charge(
-            event,
-            estimator=type(self).__name__,
-            params={k: v for k, v in self.get_params(deep=False).items() if k != "accountant"},
-            epsilon=spent,
-            delta=float(self.delta),
-        )
+        charge_fit(self, event, epsilon=spent, delta=float(self.delta))
         # The rows are read from here on.
         midpoint, half_range = (upper + lower) / 2.0, (upper - lower) / 2.0
         centred = np.clip(X, lower, upper) - midpoint

@@ -133,7 +133,7 @@ def test_refusal_message_reports_the_spent_and_projected_epsilons():
 def test_reset_forgets_the_running_composition():
     ledger = PrivacyAccountant(epsilon=5.0, delta=1e-5)
     charge(ledger, gaussian_event(1.0, 1.0))
-    ledger.reset()
+    ledger.reset(confirm=True)
     assert ledger.spent() == (0.0, 0.0)
     charge(ledger, gaussian_event(2.0, 1.0))
     assert ledger.spent()[0] == pytest.approx(epsilon_of(gaussian_event(2.0, 1.0), 1e-5), rel=1e-9)
@@ -185,25 +185,20 @@ def test_budget_check_after_a_thousand_default_fits_takes_milliseconds():
 
 
 # -- copies, pickles, threads ------------------------------------------------------------------------
-def test_pickled_and_copied_ledgers_keep_composing_like_the_original():
+def test_copies_and_pickles_in_the_process_are_the_ledger_itself():
     ledger = PrivacyAccountant(epsilon=50.0, delta=1e-5)
     for event in (default_fit_event(), pure_dp_event(0.5), zcdp_event(1e-2)):
         charge(ledger, event)
     for other in (pickle.loads(pickle.dumps(ledger)), copy.copy(ledger), copy.deepcopy(ledger)):
-        assert other.history == ledger.history and other.spent() == ledger.spent()
-        charge(other, gaussian_event(2.0, 1.0))
-        assert same_epsilon(other.spent()[0], from_scratch([r.event for r in other.history], 1e-5))
-    assert len(ledger.history) == 3  # the copies charged themselves, not the original
+        assert other is ledger
+    assert len(ledger.history) == 3
 
 
-def test_state_holds_the_records_only():
+def test_a_pickle_holds_a_reference_never_the_records():
     ledger = PrivacyAccountant(epsilon=5.0, delta=1e-5)
-    charge(ledger, gaussian_event(2.0, 1.0))
-    state = ledger.__getstate__()
-    assert "_composition" not in state and "_lock" not in state and "_epsilons" not in state
-    restored = PrivacyAccountant.__new__(PrivacyAccountant)
-    restored.__setstate__(state)
-    assert restored.spent() == ledger.spent()
+    ledger.charge(gaussian_event(2.0, 1.0), estimator="InTheRecords", params={}, epsilon=1.0, delta=1e-6)
+    data = pickle.dumps(ledger)
+    assert b"InTheRecords" not in data and b"GaussianDpEvent" not in data
 
 
 def test_concurrent_mixed_charges_never_exceed_the_budget():

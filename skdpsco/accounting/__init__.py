@@ -19,6 +19,7 @@ Every name below is importable from ``skdpsco.accounting``; the modules' docstri
 details (the sensitivity convention in ``_events``, the choice of accountant in ``_conversion``).
 """
 
+# The private names below are read by tests and benchmarks through ``skdpsco.accounting``.
 from ._calibration import calibrate_noise, calibrate_zcdp_rho, gaussian_noise_multiplier
 from ._conversion import (
     _MIXTURE_BINS,
@@ -57,6 +58,7 @@ from ._ledger import (
     FitRecord,
     LedgerProcessError,
     PrivacyAccountant,
+    ResetRecord,
     _Composition,
     get_accountant,
     set_accountant,
@@ -74,6 +76,7 @@ __all__ = [
     "FixedOrderRdpDpEvent",
     "FailureProbabilityDpEvent",
     "PrivacyAccountant",
+    "ResetRecord",
     "calibrate_noise",
     "calibrate_zcdp_rho",
     "dp_event_from_json",

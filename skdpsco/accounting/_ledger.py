@@ -18,6 +18,7 @@ from typing import Any
 
 import dp_accounting
 
+from . import _remote
 from ._conversion import epsilon_of
 from ._events import _check_delta, _check_epsilon, dp_event_from_json, dp_event_to_json
 
@@ -108,8 +109,9 @@ class BudgetExceededError(ValueError):
 
 
 class LedgerProcessError(RuntimeError):
-    """An in-memory ledger was charged in a process other than the one that created it (a copy,
-    whose records the original would never see); nothing was fitted or recorded."""
+    """An in-memory ledger of another process could not be charged there (its process could not
+    be reached, or no longer holds it), or was reset outside its process; nothing was fitted or
+    recorded."""
 
 
 @dataclass(frozen=True)
@@ -130,21 +132,42 @@ class FitRecord:
     dataset: str | None = None
 
 
-# A ledger file (PrivacyAccountant(path=...)): SQLite, one row per fit.
+@dataclass(frozen=True)
+class ResetRecord:
+    """One :meth:`PrivacyAccountant.reset`: when (Unix ``time``), by which process (``pid``), and
+    what it forgot: ``fits`` fits whose composition was (``epsilon``, ``delta``)
+    (:meth:`PrivacyAccountant.spent` just before the reset)."""
+
+    time: float
+    pid: int
+    fits: int
+    epsilon: float
+    delta: float
+
+
+# A ledger file (PrivacyAccountant(path=...)): SQLite, one row per fit, one per reset. The resets
+# table came after format "1" without changing it: a file without it opens, and gets it at its
+# first reset.
 _LEDGER_FORMAT = "1"
 _LEDGER_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS fits (id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, "
     "estimator TEXT NOT NULL, params TEXT NOT NULL, event TEXT NOT NULL, epsilon REAL NOT NULL, "
     "delta REAL NOT NULL, dataset TEXT, pid INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS resets (id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, "
+    "pid INTEGER NOT NULL, fits INTEGER NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL)",
 )
 _LEDGER_BUSY_TIMEOUT = 600.0  # seconds a charge waits for another process's check and record
 _inherited_connections: list = []  # connections of a parent process, never used nor closed after fork
 
 
+def _has_table(connection: sqlite3.Connection, name: str) -> bool:
+    return connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
 def _ledger_meta(connection: sqlite3.Connection) -> dict:
     """The ``meta`` table of a ledger file as a dict (empty for a new file)."""
-    if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is None:
+    if not _has_table(connection, "meta"):
         return {}
     return dict(connection.execute("SELECT key, value FROM meta"))
 
@@ -193,22 +216,29 @@ class PrivacyAccountant:
       charging one file at once are serialised and never overrun its budget, and the record is
       on disk before the fit reads a row (a process killed during training leaves its charge).
       A pickled file ledger (e.g. sent to a ``joblib`` worker of ``GridSearchCV(n_jobs=2)``)
-      reopens the file. An in-memory ledger can only record in the process that created it: a
-      copy of it charged in another process (a worker of a process-based ``n_jobs`` backend, a
-      pickle loaded by another script) raises :class:`LedgerProcessError` before the fit reads
-      any data, since its record would never reach the original and its budget could not be
-      enforced. The shared default that skdpsco creates (:func:`get_accountant`) is exempt: it
-      records in whichever process fits, each process having its own, so fits in workers are
-      not on the parent's default (:func:`set_accountant` and ``with ledger:`` set the default
-      of their own process only).
+      reopens the file.
+    * **One ledger, one identity.** An in-memory ledger lives in the process that created it,
+      its owner. ``copy.copy``, ``copy.deepcopy`` and :func:`sklearn.base.clone` return the
+      ledger itself, and a pickle holds a reference to it, never its records: loaded in the
+      owner it is the ledger itself; loaded in another process (a worker of a process-based
+      ``joblib`` backend, ``loky`` or ``multiprocessing``) or inherited by a forked child, it
+      charges and reads the owner's ledger, which checks and records each charge under its lock
+      (:mod:`~skdpsco.accounting._remote`): the budget is enforced and every fit recorded
+      exactly as with ``n_jobs=1``, and a refusal is the owner's :class:`BudgetExceededError`.
+      If the owner cannot be reached (it ended, or the pickle was loaded on another machine) the
+      charge raises :class:`LedgerProcessError` before the fit reads any data; a ledger file is
+      the fix. An estimator without ``accountant`` pickles a reference to the default in force
+      when it is pickled, ``with ledger:`` and :func:`set_accountant` included
+      (:class:`CarriesDefaultLedger`).
+    * :meth:`reset` forgets the fits only when asked with ``confirm=True``, and leaves a record
+      of what it forgot (:attr:`resets`).
     * Thread-safe: checking and recording are one atomic step.
     * The composition of the records is kept up to date as they arrive, in a form whose size
       does not grow with their number (:class:`_Composition`: one Gaussian, one zCDP event and
       the distinct other events with their counts), so a budget check or ``spent()`` costs one
       :func:`epsilon_of` of that form, the same after ten fits or ten thousand, and gives the
       epsilon of the whole history (``tests/test_ledger.py``). A file ledger reads only the rows
-      recorded since it last read the file. Copies and pickles of an in-memory ledger hold the
-      records and rebuild it.
+      recorded since it last read the file.
     """
 
     def __init__(
@@ -227,18 +257,23 @@ class PrivacyAccountant:
             _check_delta(delta)
         if not (dataset is None or isinstance(dataset, str)):
             raise TypeError(f"dataset must be a str or None; got {type(dataset).__name__}.")
-        self.epsilon = epsilon
-        self.delta = delta
-        self.path = None if path is None else os.path.abspath(os.fspath(path))
-        self.dataset = dataset
-        self._owner: int | None = os.getpid()
+        path = None if path is None else os.path.abspath(os.fspath(path))
+        self._set_up(epsilon, delta, path, dataset, owner=os.getpid(), token=None, server=None)
+        if path is None:
+            self._token = _remote.register(self)
+        else:
+            self._open_file()
+
+    def _set_up(self, epsilon, delta, path, dataset, *, owner, token, server) -> None:
+        """The attributes of a new ledger, or of one unpickled (:func:`_unpickled_ledger`)."""
+        self.epsilon, self.delta, self.path, self.dataset = epsilon, delta, path, dataset
+        self._owner, self._token, self._server = owner, token, server
         self._records: list[FitRecord] = []
+        self._resets: list[ResetRecord] = []
         self._lock = threading.RLock()
         self._previous_defaults: list[PrivacyAccountant] = []
         self._forget_composition()
         self._connection, self._connection_pid = None, None
-        if self.path is not None:
-            self._open_file()
 
     def _forget_composition(self) -> None:
         """Rebuild the running composition of the records (after a reset or unpickling)."""
@@ -254,29 +289,61 @@ class PrivacyAccountant:
     def __sklearn_clone__(self):
         return self
 
-    def __getstate__(self):
-        state = {
-            "epsilon": self.epsilon, "delta": self.delta, "path": self.path, "dataset": self.dataset,
-            "_owner": self._owner, "_previous_defaults": [],
-        }
-        if self.path is None:  # the file is the ledger of a file ledger
-            with self._lock:
-                state["_records"] = list(self._records)  # a copy is a ledger of its own
-        return state
+    def __copy__(self) -> PrivacyAccountant:
+        return self
 
-    def __setstate__(self, state):
-        state = {"path": None, "dataset": None, "_records": [], **state}
-        state.setdefault("_owner", os.getpid())  # pickled before process checks: as before
-        self.__dict__.update(state)
-        self._lock = threading.RLock()
-        self._connection, self._connection_pid = None, None
-        self._forget_composition()
+    def __deepcopy__(self, memo) -> PrivacyAccountant:
+        return self
+
+    def __reduce__(self):
+        """Pickle the ledger's identity, never its records: a file ledger as its file, an
+        in-memory one as a reference its owner serves (class Notes, "One ledger, one
+        identity")."""
+        server = None
+        if self.path is None:
+            server = self._server or _remote.server_of(self._owner)
+            if server is None and self._owner == os.getpid():
+                server = _serving()
+        return _unpickled_ledger, (
+            type(self), self.epsilon, self.delta, self.path, self.dataset, self._owner, self._token, server,
+        )
 
     def __repr__(self) -> str:
         budget = "no budget" if self.epsilon is None else f"budget=({self.epsilon}, {self.delta})"
         if self.path is not None:
             return f"PrivacyAccountant(path={self.path!r}, {budget})"
+        if self._is_elsewhere():
+            return f"PrivacyAccountant({budget}, of process {self._owner})"
         return f"PrivacyAccountant({budget}, fits={len(self._records)})"
+
+    # -- an in-memory ledger of another process -------------------------------------------------
+    def _is_elsewhere(self) -> bool:
+        """Whether this is a reference to an in-memory ledger this object is not: one of another
+        process (unpickled there, or inherited by fork), or one its process no longer holds."""
+        return self.path is None and (self._owner != os.getpid() or _remote.live(self._token) is not self)
+
+    def _owner_server(self) -> _remote.Server | None:
+        return self._server or _remote.server_of(self._owner)
+
+    def _owner_ended(self) -> bool:
+        """Whether this is a reference to a ledger whose process has ended (its socket is gone)."""
+        server = self._owner_server()
+        return self._is_elsewhere() and server is not None and _remote.owner_ended(server)
+
+    def _call_owner(self, method: str, *args, **kwargs):
+        """``method`` run by the owner process on the ledger itself (:mod:`~skdpsco.accounting._remote`)."""
+        server = self._owner_server()
+        try:
+            if server is None:
+                raise _remote.Unreachable(f"process {self._owner} does not serve its ledgers to other processes")
+            return _remote.call(server, self._token, method, *args, **kwargs)
+        except _remote.Unreachable as error:
+            raise LedgerProcessError(
+                f"{method} refused{' before the fit read any data' if method == 'charge' else ''}: this is a "
+                f"reference, in process {os.getpid()}, to the in-memory PrivacyAccountant of process "
+                f"{self._owner}, and {error}, so nothing could be checked or recorded there. Use a ledger every "
+                "process charges, a file: PrivacyAccountant(path='ledger.sqlite', epsilon=..., delta=...)."
+            ) from error
 
     # -- the ledger file ------------------------------------------------------------------
     def _file(self) -> sqlite3.Connection:
@@ -357,7 +424,10 @@ class PrivacyAccountant:
     # -- ledger -----------------------------------------------------------------------------
     @property
     def history(self) -> tuple[FitRecord, ...]:
-        """The recorded fits, oldest first (of every process, for a ledger file)."""
+        """The recorded fits, oldest first (of every process, for a ledger file), since the last
+        :meth:`reset`."""
+        if self._is_elsewhere():
+            return self._call_owner("history")
         with self._lock:
             self._refresh()
             return tuple(self._records)
@@ -401,21 +471,29 @@ class PrivacyAccountant:
         """
         if delta is not None:
             _check_delta(delta)
+        if self._is_elsewhere():
+            return self._call_owner("spent", delta)
         with self._lock:
             self._refresh()
-            if not self._records:
-                return 0.0, (0.0 if delta is None else float(delta))
-            if delta is not None:
-                return self._epsilon_at(float(delta)), float(delta)
-            delta = self._reporting_delta()
-            if delta == 0.0:
-                return math.fsum(record.epsilon for record in self._records), 0.0
-            return self._epsilon_at(delta), delta
+            return self._spent(delta)
+
+    def _spent(self, delta: float | None) -> tuple[float, float]:
+        """:meth:`spent` of the records read so far."""
+        if not self._records:
+            return 0.0, (0.0 if delta is None else float(delta))
+        if delta is not None:
+            return self._epsilon_at(float(delta)), float(delta)
+        delta = self._reporting_delta()
+        if delta == 0.0:
+            return math.fsum(record.epsilon for record in self._records), 0.0
+        return self._epsilon_at(delta), delta
 
     def remaining(self) -> float | None:
         """Epsilon left in the budget at its delta (``None`` without a budget)."""
         if self.epsilon is None:
             return None
+        if self._is_elsewhere():
+            return self._call_owner("remaining")
         return max(self.epsilon - self.spent()[0], 0.0)
 
     def charge(
@@ -440,28 +518,21 @@ class PrivacyAccountant:
         BudgetExceededError
             If recording ``event`` would exceed the budget; nothing is recorded.
         LedgerProcessError
-            If this is an in-memory ledger created in another process; nothing is recorded.
+            If this is a reference to an in-memory ledger of another process that cannot be
+            reached (class Notes); nothing is recorded.
         TypeError
             If the ledger is a file and ``event`` has no JSON form (:func:`dp_event_to_json`).
         """
+        if self._is_elsewhere():
+            return self._call_owner(
+                "charge", event, estimator=estimator, params=params, epsilon=epsilon, delta=delta
+            )
         with self._lock:
             if self.path is None:
-                self._check_process(estimator)
                 return self._check_and_record(event, estimator, params, epsilon, delta, None)
             with self._transaction("IMMEDIATE") as connection:
                 self._read_new_rows(connection)
                 return self._check_and_record(event, estimator, params, epsilon, delta, connection)
-
-    def _check_process(self, estimator: str) -> None:
-        if self._owner is not None and self._owner != os.getpid():
-            raise LedgerProcessError(
-                f"This fit of {estimator} was refused before reading any data: its accountant is an in-memory "
-                f"PrivacyAccountant created in process {self._owner}, charged here in process {os.getpid()} (a "
-                "worker of GridSearchCV / cross_val_score with n_jobs > 1 and a process backend, or a pickle "
-                "loaded elsewhere), where its record would never reach the original ledger nor its budget be "
-                "enforced. Use a ledger every process charges, PrivacyAccountant(path='ledger.sqlite', "
-                "epsilon=..., delta=...), or n_jobs=1, or joblib's threading backend."
-            )
 
     def _check_and_record(self, event, estimator, params, epsilon, delta, connection) -> FitRecord:
         params = dict(params)
@@ -497,18 +568,82 @@ class PrivacyAccountant:
         self._epsilons = {} if projected is None else {self.delta: projected}
         return record
 
-    def reset(self) -> None:
-        """Forget every recorded fit (for a new, disjoint dataset); of a ledger file, for every
-        process that uses it."""
+    def reset(self, *, confirm: bool = False) -> ResetRecord:
+        """Forget every recorded fit, for a new, disjoint dataset; of a ledger file, for every
+        process that uses it.
+
+        A reset lets the budget be spent again, so it is never implicit: it needs
+        ``confirm=True``, happens only in the ledger's own process (a reference to the ledger
+        of another process refuses), and leaves a record of what was forgotten (:attr:`resets`,
+        kept in the file for a ledger file).
+
+        Parameters
+        ----------
+        confirm : bool, default=False
+            Must be ``True``: the fits are forgotten and the budget is spent again.
+
+        Returns
+        -------
+        ResetRecord
+            What was forgotten: the number of fits and their (epsilon, delta) (:meth:`spent`).
+
+        Raises
+        ------
+        ValueError
+            If ``confirm`` is not ``True``; nothing is forgotten.
+        LedgerProcessError
+            If this is a reference to an in-memory ledger of another process.
+        """
+        if confirm is not True:
+            raise ValueError(
+                "reset() forgets every recorded fit, and the budget can then be spent again on the same "
+                "data; pass confirm=True if the ledger is to account for a new, disjoint dataset."
+            )
+        if self._is_elsewhere():
+            raise LedgerProcessError(
+                f"reset refused: this is a reference, in process {os.getpid()}, to the in-memory ledger of "
+                f"process {self._owner}, which only that process may reset."
+            )
         with self._lock:
-            if self.path is not None:
-                with self._transaction("IMMEDIATE") as connection:
-                    connection.execute("DELETE FROM fits")
-                    connection.execute(
-                        "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'"
-                    )
-            self._records = []
-            self._forget_composition()
+            if self.path is None:
+                return self._forget(None)
+            with self._transaction("IMMEDIATE") as connection:
+                self._read_new_rows(connection)
+                return self._forget(connection)
+
+    def _forget(self, connection: sqlite3.Connection | None) -> ResetRecord:
+        """Record a reset of the fits read so far, and forget them (in the file, if
+        ``connection``, inside its write transaction)."""
+        record = ResetRecord(time.time(), os.getpid(), len(self._records), *self._spent(None))
+        if connection is None:
+            self._resets.append(record)
+        else:
+            for statement in _LEDGER_SCHEMA:  # the resets table, in a file written before it existed
+                connection.execute(statement)
+            connection.execute(
+                "INSERT INTO resets (time, pid, fits, epsilon, delta) VALUES (?, ?, ?, ?, ?)",
+                (record.time, record.pid, record.fits, record.epsilon, record.delta),
+            )
+            connection.execute("DELETE FROM fits")
+            connection.execute(
+                "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'"
+            )
+        self._records = []
+        self._forget_composition()
+        return record
+
+    @property
+    def resets(self) -> tuple[ResetRecord, ...]:
+        """Every :meth:`reset` of the ledger, oldest first, with what it forgot."""
+        if self._is_elsewhere():
+            return self._call_owner("resets")
+        if self.path is None:
+            return tuple(self._resets)
+        with self._transaction() as connection:
+            if not _has_table(connection, "resets"):
+                return ()
+            rows = connection.execute("SELECT time, pid, fits, epsilon, delta FROM resets ORDER BY id")
+            return tuple(ResetRecord(*row) for row in rows)
 
     # -- shared default ---------------------------------------------------------------------
     def __enter__(self) -> PrivacyAccountant:
@@ -537,7 +672,6 @@ class _Transaction:
 
 _default_lock = threading.Lock()
 _default_accountant = PrivacyAccountant()
-_default_accountant._owner = None  # skdpsco's own default records in every process (class Notes)
 
 
 def get_accountant() -> PrivacyAccountant:
@@ -553,3 +687,90 @@ def set_accountant(accountant: PrivacyAccountant) -> PrivacyAccountant:
     with _default_lock:
         previous, _default_accountant = _default_accountant, accountant
     return previous
+
+
+def _serving() -> _remote.Server | None:
+    """This process's listener for its ledgers, ``None`` where there are no Unix sockets (a
+    copy of the ledger in another process then refuses to charge)."""
+    try:
+        return _remote.serve()
+    except OSError:
+        return None
+
+
+def _unpickled_ledger(kind, epsilon, delta, path, dataset, owner, token, server) -> PrivacyAccountant:
+    """The ledger a pickle refers to (:meth:`PrivacyAccountant.__reduce__`): in its owner
+    process the ledger itself; elsewhere a reference that charges the owner's ledger; a file
+    ledger on its file (opened at its first use)."""
+    if token is not None and owner == os.getpid():
+        ledger = _remote.live(token)
+        if ledger is not None:
+            return ledger
+    ledger = kind.__new__(kind)
+    ledger._set_up(epsilon, delta, path, dataset, owner=owner, token=token, server=server)
+    return ledger
+
+
+def fit_accountant(estimator) -> PrivacyAccountant:
+    """The ledger a fit of ``estimator`` charges: its ``accountant``, else the default it
+    carries from the process that pickled it (:class:`CarriesDefaultLedger`), else this
+    process's default (:func:`get_accountant`).
+
+    The carried default gives way to this process's only when its owner has ended (its socket
+    is gone, :func:`skdpsco.accounting._remote.owner_ended`): that ledger no longer exists, as
+    for an unfitted estimator persisted with ``joblib.dump`` and loaded later. Any other failure
+    to reach it refuses the fit (:class:`LedgerProcessError`).
+    """
+    if estimator.accountant is not None:
+        return estimator.accountant
+    carried = estimator.__dict__.get(_CARRIED)
+    if carried is None or carried._owner_ended():
+        return get_accountant()
+    return carried
+
+
+def charge_fit(estimator, event: dp_accounting.DpEvent, *, epsilon: float, delta: float) -> FitRecord:
+    """Charge the fit of ``estimator`` (its class name and parameters, ``accountant`` aside) to
+    its ledger (:func:`fit_accountant`), before it reads a row."""
+    params = {name: value for name, value in estimator.get_params(deep=False).items() if name != "accountant"}
+    return fit_accountant(estimator).charge(
+        event, estimator=type(estimator).__name__, params=params, epsilon=epsilon, delta=delta
+    )
+
+
+_CARRIED = "_default_ledger"  # the estimator attribute holding the default it carries
+_PICKLED_DEFAULT = "_default_ledger_when_pickled"  # its pickled form: (pid of the pickling process, ledger)
+
+
+class CarriesDefaultLedger:
+    """Mixin of the skdpsco estimators whose ``accountant`` may be ``None``: a pickle of one
+    carries the default ledger in force when it was pickled (a ``with ledger:`` block,
+    :func:`set_accountant`, or skdpsco's own default), as a reference its owner serves.
+
+    A fit in a worker of a process-based ``joblib`` backend then charges the ledger the same fit
+    would have charged in the parent (:func:`fit_accountant`), not the worker's own default,
+    which the parent never reads. Loaded in the process that pickled it, the estimator carries
+    nothing and follows the default at its fit, as the original does. :func:`sklearn.base.clone`
+    keeps what it carries (meta-estimators clone their estimator inside a worker's fit).
+    Place it before :class:`sklearn.base.BaseEstimator` among the bases: it extends its
+    ``__getstate__``, ``__setstate__`` and ``__sklearn_clone__``.
+    """
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())  # object's may be the instance's own __dict__
+        state.pop(_CARRIED, None)
+        if self.accountant is None:
+            state[_PICKLED_DEFAULT] = (os.getpid(), fit_accountant(self))
+        return state
+
+    def __setstate__(self, state):
+        pid, ledger = state.pop(_PICKLED_DEFAULT, (os.getpid(), None))
+        super().__setstate__(state)
+        if pid != os.getpid():
+            setattr(self, _CARRIED, ledger)
+
+    def __sklearn_clone__(self):
+        clone = super().__sklearn_clone__()
+        if _CARRIED in self.__dict__:
+            setattr(clone, _CARRIED, self.__dict__[_CARRIED])
+        return clone
