@@ -6,6 +6,7 @@ form of events."""
 import copy
 import math
 import pickle
+import re
 import statistics
 import threading
 import time
@@ -28,6 +29,8 @@ from skdpsco.accounting import (
     dp_event_to_json,
     epsilon_of,
     gaussian_event,
+    gaussian_noise_multiplier,
+    ledger_summary,
     pure_dp_event,
     zcdp_event,
 )
@@ -361,3 +364,42 @@ def test_running_composition_of_emitted_events_is_the_whole_historys(catalogue):
             charge(ledger, event)
         for delta in (1e-5, 1e-2):
             assert same_epsilon(ledger._epsilon_at(delta), from_scratch(history, delta))
+
+
+# -- what a person reads ----------------------------------------------------------------------------
+def test_spent_is_the_composition_at_the_budgets_delta_and_the_summary_says_so():
+    ledger = PrivacyAccountant(epsilon=3.0, delta=1e-5, dataset="adult")
+    z = gaussian_noise_multiplier(0.8, 2e-6)
+    ledger.charge(gaussian_event(z, 1.0), estimator="DPLogisticRegression", params={}, epsilon=0.8, delta=2e-6)
+    spent = ledger.spent()
+    assert spent[1] == 1e-5 and 0.7 < spent[0] < 0.75  # less than the fit's own 0.8, at a larger delta
+    assert ledger.spent(delta=2e-6)[0] == pytest.approx(0.8, rel=1e-5)
+    text = ledger.summary()
+    assert str(ledger) == text and repr(ledger) == "PrivacyAccountant(budget=(3.0, 1e-05), fits=1)"
+    assert f"epsilon={spent[0]:.4g} at delta=1e-05, 1 fit below composed at the budget's delta" in text
+    assert "less than a fit's own epsilon" in text and "dataset 'adult'" in text
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ledger.history[0].time))
+    assert f"1. {when}  DPLogisticRegression  epsilon=0.8, delta=2e-06" in text
+    assert f"time='{when}'" in repr(ledger.history[0])
+    record = ledger.reset(confirm=True)
+    assert f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(record.time))} by process" in ledger.summary()
+    assert "forgot 1 fit, epsilon=" in ledger.summary() and "no fit recorded" in ledger.summary()
+
+
+def test_a_ledger_files_summary_needs_the_file(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    with pytest.raises(FileNotFoundError, match="ledger.sqlite"):
+        ledger_summary(path)
+    assert not path.exists()
+    charge(PrivacyAccountant(epsilon=3.0, delta=1e-5, path=path), gaussian_event(4.0, 1.0))
+    assert ledger_summary(path) == PrivacyAccountant(path=path).summary()
+    assert f"ledger file {path}" in ledger_summary(path) and "1 fit below" in ledger_summary(path)
+
+
+def test_a_refusal_prints_enough_digits_to_show_the_excess():
+    budget = epsilon_of(gaussian_event(4.0, 1.0), 1e-5)
+    ledger = PrivacyAccountant(epsilon=budget, delta=1e-5)
+    with pytest.raises(BudgetExceededError) as refusal:
+        charge(ledger, gaussian_event(4.0 * (1 - 1e-9), 1.0))
+    projected, shown_budget = re.search(r"to (\S+) at delta.*budget epsilon=(\S+)\.", str(refusal.value)).groups()
+    assert float(projected) > float(shown_budget) and projected != shown_budget

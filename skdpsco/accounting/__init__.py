@@ -61,6 +61,7 @@ from ._ledger import (
     ResetRecord,
     _Composition,
     get_accountant,
+    ledger_summary,
     set_accountant,
 )
 
@@ -89,6 +90,7 @@ __all__ = [
     "ObjectivePerturbationDpEvent",
     "objective_perturbation_epsilon",
     "get_accountant",
+    "ledger_summary",
     "set_accountant",
     "wang_max_hits",
     "wang_uniform_stability_bound",

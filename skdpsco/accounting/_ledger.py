@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import dp_accounting
@@ -118,9 +118,10 @@ class LedgerProcessError(RuntimeError):
 class FitRecord:
     """One accounted release: who made it, with which parameters, and its event.
 
-    ``time`` is the Unix time of the record, ``dataset`` the label of the ledger that recorded it
-    (``PrivacyAccountant(dataset=...)``). Records read from a ledger file carry ``params`` as
-    JSON gave them back (values without a JSON form as their ``repr``).
+    ``time`` is the Unix time of the record (shown in UTC by the ``repr``), ``dataset`` the label
+    of the ledger that recorded it (``PrivacyAccountant(dataset=...)``). Records read from a
+    ledger file carry ``params`` as JSON gave them back (values without a JSON form as their
+    ``repr``).
     """
 
     estimator: str
@@ -130,6 +131,9 @@ class FitRecord:
     delta: float
     time: float | None = None
     dataset: str | None = None
+
+    def __repr__(self) -> str:
+        return _repr_with_readable_time(self)
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,35 @@ class ResetRecord:
     fits: int
     epsilon: float
     delta: float
+
+    def __repr__(self) -> str:
+        return _repr_with_readable_time(self)
+
+
+def _readable_time(unix_time: float | None) -> str:
+    """A Unix time as a person reads it, in UTC (the same for every reader of a ledger file)."""
+    if unix_time is None:
+        return "unknown time"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(unix_time))
+
+
+def _repr_with_readable_time(record) -> str:
+    """The dataclass ``repr`` of a record, its ``time`` readable (:func:`_readable_time`)."""
+    shown = (
+        f"{field.name}={_readable_time(record.time) if field.name == 'time' else getattr(record, field.name)!r}"
+        for field in fields(record)
+    )
+    return f"{type(record).__name__}({', '.join(shown)})"
+
+
+def _distinct_digits(value: float, other: float, least: int = 4) -> int:
+    """The fewest significant digits, at least ``least``, that print ``value`` and ``other``
+    differently (17 tell any two doubles apart): a refusal must show that the projected epsilon
+    is above the budget, never "from 1 to 1, above the budget 1"."""
+    digits = least
+    while digits < 17 and f"{value:.{digits}g}" == f"{other:.{digits}g}":
+        digits += 1
+    return digits
 
 
 # A ledger file (PrivacyAccountant(path=...)): SQLite, one row per fit, one per reset. The resets
@@ -466,6 +499,13 @@ class PrivacyAccountant:
 
         Notes
         -----
+        The epsilon is that of the composition **at the reporting delta**, not the sum of the
+        fits' own ``epsilon_``: an (epsilon, delta)-DP guarantee is one point of a privacy
+        curve, and the same releases measured at a larger delta have a smaller epsilon. One fit
+        at ``epsilon_=0.8, delta_=2e-6`` on a ledger whose budget is at ``delta=1e-5`` is
+        reported as ``(0.723, 1e-5)``; ``spent(delta=2e-6)`` gives back ``(0.8, 2e-6)``. The
+        budget is checked at its own delta, the same way.
+
         The composition is kept as the records arrive in a form of bounded size
         (:class:`_Composition`): the cost does not grow with the number of fits.
         """
@@ -546,10 +586,11 @@ class PrivacyAccountant:
             projected = epsilon_of(composition.event(), self.delta)
             if projected > self.epsilon:
                 spent = self._epsilon_at(self.delta) if self._records else 0.0
+                digits = _distinct_digits(projected, self.epsilon)
                 raise BudgetExceededError(
                     f"This fit of {estimator} would raise the privacy spent from epsilon="
-                    f"{spent:.4g} to {projected:.4g} at delta={self.delta:g}, above the "
-                    f"accountant's budget epsilon={self.epsilon:g}. Nothing was fitted. Lower "
+                    f"{spent:.{digits}g} to {projected:.{digits}g} at delta={self.delta:g}, above the "
+                    f"accountant's budget epsilon={self.epsilon:.{digits}g}. Nothing was fitted. Lower "
                     "the estimator's epsilon, or use a PrivacyAccountant with a larger budget."
                 )
         record = FitRecord(estimator, params, event, float(epsilon), float(delta), time.time(), self.dataset)
@@ -644,6 +685,24 @@ class PrivacyAccountant:
                 return ()
             rows = connection.execute("SELECT time, pid, fits, epsilon, delta FROM resets ORDER BY id")
             return tuple(ResetRecord(*row) for row in rows)
+
+    def summary(self) -> str:
+        """A few lines a person reads: the budget, what the fits spent together, each fit
+        (estimator, its own epsilon and delta, time in UTC) and each reset.
+
+        What was spent is the composition of the fits at the budget's delta (:meth:`spent`,
+        Notes), which the summary says, as it is not the sum of the fits' own epsilons.
+        ``print(ledger)`` shows it; for a ledger file, :func:`ledger_summary`.
+        """
+        if self._is_elsewhere():
+            return self._call_owner("summary")
+        with self._lock:
+            self._refresh()
+            records, spent = tuple(self._records), self._spent(None)
+        return _summary_text(self, records, spent, self.resets)
+
+    def __str__(self) -> str:
+        return self.summary()
 
     # -- shared default ---------------------------------------------------------------------
     def __enter__(self) -> PrivacyAccountant:
@@ -774,3 +833,47 @@ class CarriesDefaultLedger:
         if _CARRIED in self.__dict__:
             setattr(clone, _CARRIED, self.__dict__[_CARRIED])
         return clone
+
+
+def _summary_text(ledger: PrivacyAccountant, records, spent: tuple[float, float], resets) -> str:
+    """The text of :meth:`PrivacyAccountant.summary` (the ledger's budget and label, what its
+    records spent together, each record, each reset)."""
+    where = f"ledger file {ledger.path}" if ledger.path is not None else "in-memory ledger"
+    lines = [f"PrivacyAccountant, {where}" + ("" if ledger.dataset is None else f", dataset {ledger.dataset!r}")]
+    epsilon, delta = spent
+    if ledger.epsilon is None:
+        lines.append("budget: none")
+    else:
+        lines.append(f"budget: epsilon={ledger.epsilon:g} at delta={ledger.delta:g}; "
+                     f"remaining epsilon={max(ledger.epsilon - epsilon, 0.0):.4g}")
+    if not records:
+        lines.append("spent:  nothing, no fit recorded")
+    else:
+        at = "the budget's delta" if ledger.delta is not None else "the sum of their deltas"
+        lines += [f"spent:  epsilon={epsilon:.4g} at delta={delta:g}, {_fits(len(records))} below composed at {at}",
+                  "        (less than a fit's own epsilon where its delta is smaller)", "fits:"]
+        lines += [
+            f"  {number:>4}. {_readable_time(record.time)}  {record.estimator}  "
+            f"epsilon={record.epsilon:.4g}, delta={record.delta:g}"
+            for number, record in enumerate(records, 1)
+        ]
+    if resets:
+        lines.append("resets:")
+        lines += [
+            f"        {_readable_time(reset.time)} by process {reset.pid}: forgot {_fits(reset.fits)}, "
+            f"epsilon={reset.epsilon:.4g} at delta={reset.delta:g}"
+            for reset in resets
+        ]
+    return "\n".join(lines)
+
+
+def _fits(count: int) -> str:
+    return f"{count} fit" if count == 1 else f"{count} fits"
+
+
+def ledger_summary(path: str | os.PathLike) -> str:
+    """:meth:`PrivacyAccountant.summary` of the ledger file ``path``, which must exist (a new
+    ``PrivacyAccountant(path=...)`` would create an empty one)."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No ledger file at {os.fspath(path)!r}; path must name an existing ledger file.")
+    return PrivacyAccountant(path=path).summary()
