@@ -355,3 +355,17 @@ def test_two_processes_racing_for_the_last_fit_one_wins_every_time(tmp_path):
             queue.put(None)
         for racer in racers:
             racer.join(60)
+
+
+def test_a_ledger_pickled_as_its_state_by_an_earlier_version_still_loads(path):
+    """Earlier versions pickled a ledger's state (a file ledger's budget and path, an in-memory
+    one's records): a file ledger charges its file, an in-memory one refuses to charge."""
+    PrivacyAccountant(epsilon=10.0, delta=1e-5, path=path)
+    file, memory = (PrivacyAccountant.__new__(PrivacyAccountant) for _ in range(2))
+    file.__setstate__({"epsilon": 10.0, "delta": 1e-5, "path": str(path), "dataset": "d", "_owner": 1,
+                       "_previous_defaults": []})
+    charge(file, gaussian_event(2.0, 1.0))
+    assert len(PrivacyAccountant(path=path).history) == 1
+    memory.__setstate__({"epsilon": None, "delta": None, "_owner": 1, "_previous_defaults": [], "_records": []})
+    with pytest.raises(LedgerProcessError, match=r"refused before the fit read any data.*path="):
+        charge(memory, gaussian_event(2.0, 1.0))

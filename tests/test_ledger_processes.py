@@ -95,7 +95,8 @@ def _round_trips(model):
     buffer = io.BytesIO()
     joblib.dump(model, buffer)
     buffer.seek(0)
-    return [copy.deepcopy(model), copy.copy(model), pickle.loads(pickle.dumps(model)), joblib.load(buffer), clone(model)]
+    return [copy.deepcopy(model), copy.copy(model), pickle.loads(pickle.dumps(model)), joblib.load(buffer),
+            clone(model)]
 
 
 def test_copies_and_pickles_of_an_estimator_charge_its_ledger():
@@ -132,7 +133,8 @@ import pickle, sys, time
 from skdpsco import DPLogisticRegression, PrivacyAccountant
 ledger = PrivacyAccountant(epsilon=5.0, delta=1e-5)
 with ledger:
-    pickled = pickle.dumps([DPLogisticRegression(classes=[0, 1]), DPLogisticRegression(classes=[0, 1], accountant=ledger)])
+    pickled = pickle.dumps([DPLogisticRegression(classes=[0, 1]),
+                            DPLogisticRegression(classes=[0, 1], accountant=ledger)])
 sys.stdout.write(pickled.hex() + "\\n")
 sys.stdout.flush()
 if sys.argv[1] == "killed":

@@ -13,7 +13,9 @@ Every mechanism in skdpsco is described by an immutable :class:`dp_accounting.Dp
 * :mod:`skdpsco.accounting._calibration`: the smallest noise (or largest zCDP ``rho``) meeting a
   target (epsilon, delta);
 * :mod:`skdpsco.accounting._ledger`: :class:`PrivacyAccountant`, the ledger of fits with its
-  budget, and the shared default (:func:`get_accountant`, :func:`set_accountant`).
+  budget, and the shared default (:func:`get_accountant`, :func:`set_accountant`);
+* :mod:`skdpsco.accounting._remote`: the calls by which a copy of an in-memory ledger in another
+  process charges the ledger itself, in the process that owns it.
 
 Every name below is importable from ``skdpsco.accounting``; the modules' docstrings hold the
 details (the sensitivity convention in ``_events``, the choice of accountant in ``_conversion``).

@@ -44,7 +44,13 @@ from scipy.optimize import brentq
 from scipy.fft import next_fast_len
 from scipy.special import gammaln, log_ndtr, ndtr
 
-from ._events import NEIGHBORING_RELATION, FailureProbabilityDpEvent, FixedOrderRdpDpEvent, ObjectivePerturbationDpEvent, _check_delta
+from ._events import (
+    NEIGHBORING_RELATION,
+    FailureProbabilityDpEvent,
+    FixedOrderRdpDpEvent,
+    ObjectivePerturbationDpEvent,
+    _check_delta,
+)
 
 # Dense grid of Renyi orders: zCDP bounds are optimised at alpha = 1 + sqrt(ln(1/delta) / rho),
 # which ranges from ~1.1 to ~1e4 over the budgets users ask for.

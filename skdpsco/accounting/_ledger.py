@@ -195,7 +195,8 @@ _inherited_connections: list = []  # connections of a parent process, never used
 
 
 def _has_table(connection: sqlite3.Connection, name: str) -> bool:
-    return connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return connection.execute(query, (name,)).fetchone() is not None
 
 
 def _ledger_meta(connection: sqlite3.Connection) -> dict:
@@ -341,6 +342,12 @@ class PrivacyAccountant:
             type(self), self.epsilon, self.delta, self.path, self.dataset, self._owner, self._token, server,
         )
 
+    def __setstate__(self, state: dict) -> None:
+        """A ledger pickled by an earlier skdpsco, as its state rather than a reference: a file
+        ledger charges its file; an in-memory one (a copy of its records) refuses to charge."""
+        self._set_up(state["epsilon"], state["delta"], state.get("path"), state.get("dataset"),
+                     owner=state.get("_owner"), token=None, server=None)
+
     def __repr__(self) -> str:
         budget = "no budget" if self.epsilon is None else f"budget=({self.epsilon}, {self.delta})"
         if self.path is not None:
@@ -371,11 +378,14 @@ class PrivacyAccountant:
                 raise _remote.Unreachable(f"process {self._owner} does not serve its ledgers to other processes")
             return _remote.call(server, self._token, method, *args, **kwargs)
         except _remote.Unreachable as error:
+            refused = f"{method} refused"
+            if method == "charge":
+                refused = f"This fit of {kwargs['estimator']} was refused before the fit read any data"
             raise LedgerProcessError(
-                f"{method} refused{' before the fit read any data' if method == 'charge' else ''}: this is a "
-                f"reference, in process {os.getpid()}, to the in-memory PrivacyAccountant of process "
-                f"{self._owner}, and {error}, so nothing could be checked or recorded there. Use a ledger every "
-                "process charges, a file: PrivacyAccountant(path='ledger.sqlite', epsilon=..., delta=...)."
+                f"{refused}: its accountant is a reference, in process {os.getpid()}, to the in-memory "
+                f"PrivacyAccountant of process {self._owner}, and {error}, so nothing could be checked or recorded "
+                "there. Use a ledger every process charges, a file: PrivacyAccountant(path='ledger.sqlite', "
+                "epsilon=..., delta=...)."
             ) from error
 
     # -- the ledger file ------------------------------------------------------------------

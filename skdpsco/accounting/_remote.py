@@ -21,6 +21,11 @@ each ledger is registered here under a random token, and the owner serves calls 
 Processes forked from the owner call the same listener: it is started before every ``fork``
 (:func:`os.register_at_fork`), as a forked child inherits the ledger objects but not the
 threads that would serve them.
+
+A pickle of a ledger, or of an estimator (which carries the default ledger,
+:class:`~skdpsco.accounting._ledger.CarriesDefaultLedger`), holds the owner's ``authkey``: while
+the owner runs, whoever can read the pickle and reach the socket (this user, by the directory's
+mode) can charge and read its ledgers, as the process itself can.
 """
 
 from __future__ import annotations
