@@ -337,7 +337,7 @@ class PrivacyAccountant:
         if self.path is None:
             server = self._server or _remote.server_of(self._owner)
             if server is None and self._owner == os.getpid():
-                server = _serving()
+                server = _remote.serving()
         return _unpickled_ledger, (
             type(self), self.epsilon, self.delta, self.path, self.dataset, self._owner, self._token, server,
         )
@@ -756,15 +756,6 @@ def set_accountant(accountant: PrivacyAccountant) -> PrivacyAccountant:
     with _default_lock:
         previous, _default_accountant = _default_accountant, accountant
     return previous
-
-
-def _serving() -> _remote.Server | None:
-    """This process's listener for its ledgers, ``None`` where there are no Unix sockets (a
-    copy of the ledger in another process then refuses to charge)."""
-    try:
-        return _remote.serve()
-    except OSError:
-        return None
 
 
 def _unpickled_ledger(kind, epsilon, delta, path, dataset, owner, token, server) -> PrivacyAccountant:

@@ -91,18 +91,20 @@ def serve() -> Server:
         if pid not in _servers:
             directory = tempfile.mkdtemp(prefix="skdpsco-ledger-")  # mode 0700: this user only
             address, authkey = os.path.join(directory, "socket"), secrets.token_bytes(32)
-            listener = Listener(address, family="AF_UNIX", authkey=authkey)
+            listener = Listener(address, family="AF_UNIX", backlog=64, authkey=authkey)
             threading.Thread(target=_accept, args=(listener,), name="skdpsco-ledger", daemon=True).start()
             atexit.register(_stop, pid, listener, directory)
             _servers[pid] = Server(pid, address, authkey)
         return _servers[pid]
 
 
-def _serve_before_fork() -> None:
+def serving() -> Server | None:
+    """:func:`serve`, or ``None`` where this system has no Unix sockets (copies of the ledgers in
+    other processes then refuse to charge)."""
     try:
-        serve()
-    except OSError:  # no Unix sockets here: a forked child's copies then refuse to charge
-        pass
+        return serve()
+    except (OSError, ValueError):  # ValueError: multiprocessing knows no AF_UNIX here (Windows)
+        return None
 
 
 def _new_locks_after_fork() -> None:
@@ -111,7 +113,8 @@ def _new_locks_after_fork() -> None:
     _server_lock, _connection_lock = threading.Lock(), threading.Lock()
 
 
-os.register_at_fork(before=_serve_before_fork, after_in_child=_new_locks_after_fork)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(before=serving, after_in_child=_new_locks_after_fork)
 
 
 def _stop(pid: int, listener: Listener, directory: str) -> None:
