@@ -1,8 +1,11 @@
 """The ledger: :class:`PrivacyAccountant`, its records, its budget, and the shared default.
 
-Every estimator records the event of each fit with an accountant (its ``accountant`` parameter,
-else the shared default of :func:`get_accountant`), which refuses a fit that would exceed its
-budget before the fit reads a row.
+Every estimator records the event of each fit with an accountant, which refuses a fit that would
+exceed its budget before the fit reads a row: its ``accountant`` parameter, else the default it
+carries from the process that pickled it, else the shared default of :func:`get_accountant`
+(:func:`fit_accountant`, the one rule; :func:`charge_fit`, the one charge of a fit). A ledger
+has one identity across copies, pickles and processes (:class:`PrivacyAccountant`, Notes), and
+reads as a few lines a person can check (:meth:`PrivacyAccountant.summary`).
 """
 
 from __future__ import annotations
