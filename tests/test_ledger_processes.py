@@ -10,6 +10,7 @@ import io
 import os
 import pickle
 import secrets
+import select
 import signal
 import sqlite3
 import subprocess
@@ -152,6 +153,9 @@ def _estimators_of_an_owner(how):
     """A default-carrying and an explicit-ledger estimator pickled by a process that then
     ``exited`` (its socket removed) or was ``killed`` (its socket left behind)."""
     owner = subprocess.Popen([sys.executable, "-c", OWNER, how], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    if not select.select([owner.stdout], [], [], 120)[0]:
+        owner.kill()
+        pytest.fail(f"the owner process wrote nothing in 120 s (exit code {owner.wait(10)})")
     pickled = bytes.fromhex(owner.stdout.readline())
     if how == "killed":
         os.kill(owner.pid, signal.SIGKILL)
