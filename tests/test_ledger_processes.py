@@ -82,7 +82,7 @@ def _search_then_scores(way, n_jobs, backend):
                     refused.append(True)
         if ledger.epsilon is not None:
             assert ledger.spent()[0] <= ledger.epsilon  # never recorded beyond the budget
-        return sum(record.params["random_state"] == marker for record in ledger.history), refused
+        return sum(record.params.get("random_state") == marker for record in ledger.history), refused
 
 
 @pytest.mark.parametrize("backend", ["loky", "multiprocessing", "threading"])
