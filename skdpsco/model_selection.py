@@ -52,10 +52,10 @@ from .accounting import (
     calibrate_noise,
     calibrate_zcdp_rho,
     epsilon_of,
-    get_accountant,
     zcdp_event,
 )
 from ._delta import resolve_delta
+from .accounting._ledger import CarriesDefaultLedger, charge_fit
 from ._secure import is_secure, noisy_release
 from .linear_model._base import PrivacyWarning, _generator, labels_from_data_warning
 from .solvers import _core
@@ -315,7 +315,7 @@ def _best_has(name: str):
     return check
 
 
-class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
+class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
     """Differentially private hyperparameter search: private selection with a random number of trials.
 
     ``K`` is drawn from :class:`RandomTrials` (``E[K] = n_iter``). Each of the ``K`` trials draws
@@ -627,14 +627,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
 
         event = trials.dp_event(zcdp_event(rho))
         spent = epsilon_of(event, delta)
-        accountant = self.accountant if self.accountant is not None else get_accountant()
-        accountant.charge(
-            event,
-            estimator=type(self).__name__,
-            params={k: v for k, v in self.get_params(deep=False).items() if k != "accountant"},
-            epsilon=spent,
-            delta=delta,
-        )
+        charge_fit(self, event, epsilon=spent, delta=delta)
 
         # The rows are read from here on; only the selected trial leaves this method.
         def run_trial(index: int):

@@ -34,7 +34,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._delta import resolve_delta
 from ._secure import is_secure, noisy_release, secure_event
-from .accounting import PrivacyAccountant, calibrate_noise, epsilon_of, gaussian_event, get_accountant
+from .accounting import PrivacyAccountant, calibrate_noise, epsilon_of, gaussian_event
+from .accounting._ledger import CarriesDefaultLedger, charge_fit
 from .linear_model._base import _generator
 
 __all__ = ["DPStandardScaler", "scaler_sensitivities"]
@@ -89,7 +90,7 @@ def _calibrated(epsilon: float, delta: float, n_releases: int, secure: bool = Fa
     return multiplier, epsilon_of(_scaler_event(multiplier, n_releases, secure), delta)
 
 
-class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLedger, BaseEstimator):
     """Standardise features with (epsilon, delta)-differentially private means and variances.
 
     Each feature is clipped to public bounds ``[l_j, u_j]`` (a per-row map: no privacy cost),
@@ -256,14 +257,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         secure = is_secure(rng)
         multiplier, spent = _calibrated(float(self.epsilon), delta, n_releases, secure)
         event = _scaler_event(multiplier, n_releases, secure)
-        accountant = self.accountant if self.accountant is not None else get_accountant()
-        accountant.charge(
-            event,
-            estimator=type(self).__name__,
-            params={k: v for k, v in self.get_params(deep=False).items() if k != "accountant"},
-            epsilon=spent,
-            delta=delta,
-        )
+        charge_fit(self, event, epsilon=spent, delta=delta)
         # The rows are read from here on: clipped, centred and divided by the half-range, each
         # entry in [-1, 1], so that no sum overflows, whatever the rows (an overflow on one dataset
         # and not on its neighbour would be a release no mechanism accounts for)

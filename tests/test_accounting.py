@@ -334,6 +334,6 @@ def test_mixture_curve_is_tighter_than_a_discretised_pld_of_a_long_ledger():
 def test_mixture_curve_adds_back_every_probability_it_leaves_out(precision, responses, monkeypatch):
     """With up to 40 % of delta's worth of the least likely losses left out, the answer must stay an
     upper bound: what is left out is added to delta(epsilon) in full."""
-    monkeypatch.setattr(accounting, "_MIXTURE_NEGLIGIBLE", 0.4)
+    monkeypatch.setattr(accounting._conversion, "_MIXTURE_NEGLIGIBLE", 0.4)
     delta = 1e-3
     assert accounting._mixture_epsilon(precision, responses, delta) >= _brute_force_mixture_epsilon(precision, responses, delta) - 1e-9

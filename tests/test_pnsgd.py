@@ -16,7 +16,7 @@ from dp_accounting import pld, rdp
 from scipy.special import logsumexp
 from sklearn.linear_model import LogisticRegression
 
-import skdpsco.accounting as accounting
+from skdpsco.accounting import _conversion
 import skdpsco.solvers._core as core
 import skdpsco.solvers.pnsgd as pnsgd
 from skdpsco import PrivacyAccountant
@@ -200,7 +200,7 @@ def test_fixed_order_events_never_reach_other_accountants(monkeypatch):
     def forbidden(*args):
         raise AssertionError("the Gaussian and randomized-response curve saw a fixed-order event")
 
-    monkeypatch.setattr(accounting, "_mixture_epsilon", forbidden)
+    monkeypatch.setattr(_conversion, "_mixture_epsilon", forbidden)
     assert epsilon_of(dp_accounting.ComposedDpEvent([event, gaussian_event(3.0, 1.0)]), DELTA) < math.inf
 
 

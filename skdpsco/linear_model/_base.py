@@ -35,8 +35,8 @@ from ..accounting import (
     epsilon_of,
     exact_gaussian_epsilon,
     gaussian_noise_multiplier,
-    get_accountant,
 )
+from ..accounting._ledger import CarriesDefaultLedger, charge_fit
 from ..losses import PowerLoss, WeightedLoss, weighted_targets
 from ..solvers import ALGORITHMS, WEIGHTED_ALGORITHMS, Problem, select_algorithm
 from ..solvers._core import (
@@ -132,7 +132,7 @@ KAPPA_LOWER_FLOOR = 1.5
 """Smallest default ``kappa_lower`` (``asi_growth.md`` §6 "Defaults": 1.5 for sharp problems)."""
 
 
-class BaseDPLinearModel(BaseEstimator):
+class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
     """Base of the private linear models: parameters, validation, planning, accounting.
 
     Subclasses define the loss (:meth:`_make_loss`), the target encoding, the tasks (one model,
@@ -517,14 +517,7 @@ class BaseDPLinearModel(BaseEstimator):
         task_problem, plan = plan_for(task_epsilon)
         event = fit_event(task_epsilon)
         spent_epsilon = _pure_epsilon(event) if pure else epsilon_of(event, delta)
-        accountant = self.accountant if self.accountant is not None else get_accountant()
-        accountant.charge(
-            event,
-            estimator=type(self).__name__,
-            params={k: v for k, v in self.get_params(deep=False).items() if k != "accountant"},
-            epsilon=spent_epsilon,
-            delta=delta,
-        )
+        charge_fit(self, event, epsilon=spent_epsilon, delta=delta)
         feature_scales, row_norm, standardisation, target_scale = np.ones(n_features), data_norm, None, 1.0
         if bounds:
             target_rng, row_rng = order_rng.spawn(1)[0].spawn(2)

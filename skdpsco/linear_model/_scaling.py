@@ -44,7 +44,6 @@ from scipy import sparse
 from .. import rows as fused_rows
 from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
-from ..solvers import growth
 from ..solvers._core import ROW_BLOCK, _dask, clip_rows, is_dask, release_noise, row_norms
 
 __all__ = [
