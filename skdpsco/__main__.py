@@ -7,7 +7,6 @@ import argparse
 import os
 import sqlite3
 import sys
-from datetime import datetime, timezone
 
 import numpy as np
 
@@ -226,30 +225,9 @@ def _read_ledger(path: str) -> PrivacyAccountant:
     return PrivacyAccountant(path=path)
 
 
-def _ledger_summary(ledger: PrivacyAccountant) -> str:
-    """A readable summary of ``ledger``: its budget, what its fits spent together, each fit."""
-    budget = "no budget" if ledger.epsilon is None else f"budget epsilon={ledger.epsilon:g}, delta={ledger.delta:g}"
-    history = ledger.history
-    epsilon, delta = ledger.spent()
-    lines = [
-        f"ledger {ledger.path}: {budget}",
-        f"{len(history)} fits; together they spent epsilon={epsilon:.4g} at delta={delta:.3g} "
-        "(their composition by the accountant, not the sum of their epsilons)",
-    ]
-    for number, record in enumerate(history, start=1):
-        when = "time unknown" if record.time is None else datetime.fromtimestamp(record.time, timezone.utc).strftime(
-            "%Y-%m-%d %H:%M:%S UTC"
-        )
-        dataset = "" if record.dataset is None else f"  dataset={record.dataset}"
-        lines.append(
-            f"  {number}. {when}  {record.estimator}  epsilon={record.epsilon:.4g}  delta={record.delta:.3g}{dataset}"
-        )
-    return "\n".join(lines)
-
-
 def _ledger(args) -> int:
     try:
-        print(_ledger_summary(_read_ledger(args.path)))
+        print(_read_ledger(args.path).summary())
     except sqlite3.Error as exc:  # e.g. a damaged file, or one this process may not open
         raise ValueError(f"ledger: cannot read {args.path!r} ({exc}).") from None
     return 0
