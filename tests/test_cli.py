@@ -341,15 +341,18 @@ def test_ledger_prints_the_fits_of_a_ledger_file_and_leaves_it_unchanged(tmp_pat
     path = tmp_path / "ledger.sqlite"
     ledger = PrivacyAccountant(epsilon=4.0, delta=1e-4, path=path)
     X, y = BUNDLED_DATASETS["iris"](return_X_y=True)
-    for eps in (0.5, 1.0):
+    for eps in (2.0, 0.5, 1.0):
         DPLogisticRegression(epsilon=eps, accountant=ledger, classes=[0, 1, 2], random_state=0).fit(X, y)
-    spent = ledger.spent()
+        if eps == 2.0:
+            ledger.reset(confirm=True)
+    spent, (reset,) = ledger.spent(), ledger.resets
     before = _dump(path)
     assert main(["ledger", str(path)]) == 0
     out = capsys.readouterr().out
     assert str(path) in out and "epsilon=4" in out  # the file and its budget
     assert f"epsilon={spent[0]:.4g} at delta=0.0001" in out  # what the fits spent together
     assert len([line for line in out.splitlines() if "DPLogisticRegression" in line]) == 2
+    assert "reset" in out and f"epsilon={reset.epsilon:.4g}" in out  # the reset and what it forgot
     assert _dump(path) == before and len(ledger.history) == 2
 
 
