@@ -40,7 +40,7 @@ _COMMANDS = {
     "ledger": (
         "print what a ledger file holds",
         "Print a summary of a ledger file written by PrivacyAccountant(path=PATH): its budget, "
-        "what its fits spent together, and each fit. Reading it does not change it.",
+        "what its fits spent together, each fit and each reset. Reading it does not change it.",
     ),
 }
 """Each command's one-line summary and description."""
@@ -57,9 +57,9 @@ def _compare_options(compare: argparse.ArgumentParser) -> None:
     compare.add_argument("--task", choices=TASKS,
                          help=f"task of the --csv target (default: detected by a public rule: {TASK_RULE})")
     compare.add_argument("--categories", action="append", metavar="COL=CAT,CAT,...",
-                         help="a categorical column of --csv and its categories, one-hot encoded (values "
-                         "outside them are encoded as all zeros); repeat for each such column. Declare "
-                         "them from your schema: they are not read from the data")
+                         help="a categorical column of --csv and its categories, matched to the cells as "
+                         "written, one-hot encoded (values outside them are encoded as all zeros); repeat "
+                         "for each such column. Declare them from your schema: they are not read from the data")
     compare.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 5.0],
                          help="target epsilon of each private model")
     compare.add_argument("--delta", type=float, default=1e-5, help="target delta of each private model")
