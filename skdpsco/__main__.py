@@ -159,12 +159,11 @@ def _pipeline_note(args, feature_bounds) -> str:
 
 
 def _compare(args) -> int:
+    """``compare``: fit the models of the task on the data, print the table and the notes."""
     _check_compare_options(args)
+    dataset = args.dataset if args.csv is None else None
     try:
-        table, name = load_data(
-            args.dataset if args.csv is None else None, args.csv, args.target, args.task,
-            parse_categories(args.categories),
-        )
+        table, name = load_data(dataset, args.csv, args.target, args.task, parse_categories(args.categories))
     except OSError as exc:
         raise ValueError(f"--csv: cannot read {args.csv!r} ({exc.strerror or exc}).") from None
     if args.feature_bounds is not None:
@@ -174,7 +173,7 @@ def _compare(args) -> int:
             )
         feature_bounds = table.encoded_bounds(*args.feature_bounds)
     else:
-        feature_bounds = public_feature_bounds(args.dataset if args.csv is None else None)
+        feature_bounds = public_feature_bounds(dataset)
     rows, ledger = run_comparison(
         table.X, table.y, epsilons=args.epsilons, delta=args.delta, repeats=args.repeats,
         test_size=args.test_size, algorithm=args.algorithm, radius=args.radius, seed=args.seed,
@@ -226,6 +225,7 @@ def _read_ledger(path: str) -> PrivacyAccountant:
 
 
 def _ledger(args) -> int:
+    """``ledger PATH``: print the summary of the ledger file."""
     try:
         print(_read_ledger(args.path).summary())
     except sqlite3.Error as exc:  # e.g. a damaged file, or one this process may not open
@@ -234,6 +234,19 @@ def _ledger(args) -> int:
 
 
 def main(argv=None) -> int:
+    """Run ``python -m skdpsco COMMAND ...``.
+
+    Parameters
+    ----------
+    argv : list of str or None, default=None
+        The arguments after ``python -m skdpsco``; ``None``: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 2 after a one-line ``error: ...`` on the standard error (a
+        refused option or input, named with its fix).
+    """
     args = _parser().parse_args(argv)
     try:
         return {"compare": _compare, "ledger": _ledger}[args.command](args)
