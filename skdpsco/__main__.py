@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sqlite3
 import sys
 
 import numpy as np
 
+from ._delta import default_delta, resolve_delta
 from ._table import TASK_RULE, TASKS, parse_categories
 from .accounting import PrivacyAccountant
 from .compare import BUNDLED_DATASETS, TABLES, load_data, public_feature_bounds, run_comparison
@@ -111,6 +113,19 @@ def _check_compare_options(args) -> None:
         raise ValueError("--feature-bounds needs LOW < HIGH.")
 
 
+def _check_delta(args, n_rows: int) -> None:
+    """Refuse a ``--delta`` that voids the guarantee of a fit on the training rows (the estimators'
+    rule, :func:`~skdpsco._delta.resolve_delta`), with the option's fix."""
+    n_train = n_rows - math.ceil(args.test_size * n_rows)
+    try:
+        resolve_delta(args.delta, max(n_train, 1))
+    except ValueError:
+        raise ValueError(
+            f"--delta {args.delta:g} is not below 1/n for the {n_train} training rows, so it promises "
+            f"nothing; pass --delta {default_delta(max(n_train, 1)):.2g} (min(1e-5, 1/(10 n))) or smaller."
+        ) from None
+
+
 def _heading(args, table, name) -> str:
     """The first line of the output: the data, its size, the splits and delta."""
     size = f"n={table.X.shape[0]}, d={table.n_encoded}"
@@ -166,6 +181,7 @@ def _compare(args) -> int:
         table, name = load_data(dataset, args.csv, args.target, args.task, parse_categories(args.categories))
     except OSError as exc:
         raise ValueError(f"--csv: cannot read {args.csv!r} ({exc.strerror or exc}).") from None
+    _check_delta(args, table.X.shape[0])
     if args.feature_bounds is not None:
         if table.task == "regression":
             raise ValueError(

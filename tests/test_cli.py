@@ -311,6 +311,8 @@ def _blank(columns, column, row=3, value=""):
         (None, ["--target", "grade", "--categories", "grade=premium,budget"], "--categories 'grade' is the target"),
         (None, ["--target", "price", "--categories", "colour"], "--categories takes COLUMN=CATEGORY,CATEGORY"),
         (None, ["--target", "price", *COLOURS, "--feature-bounds", "0", "1"], "--feature-bounds builds the private"),
+        (None, ["--target", "price", *COLOURS, "--delta", "0.05"],
+         "--delta 0.05 is not below 1/n for the 28 training rows, so it promises nothing; pass --delta 1e-05"),
     ],
 )
 def test_compare_refuses_bad_csv_input_in_one_line_without_data_values(tmp_path, capsys, edit, argv, message):
