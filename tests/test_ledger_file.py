@@ -81,6 +81,17 @@ def test_a_file_that_is_not_a_ledger_is_refused(path):
         PrivacyAccountant(path=path)
 
 
+def test_another_programs_database_is_refused_and_left_unchanged(path):
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)")
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match="not a ledger file"):
+        PrivacyAccountant(path=path)
+    assert path.read_bytes() == before
+    with sqlite3.connect(path) as connection:
+        assert [name for (name,) in connection.execute("SELECT name FROM sqlite_master")] == ["orders"]
+
+
 def test_ledgers_on_one_file_read_each_others_fits_incrementally(path):
     first, second = PrivacyAccountant(epsilon=20.0, delta=1e-5, path=path), PrivacyAccountant(path=path)
     charge(first, gaussian_event(2.0, 1.0))

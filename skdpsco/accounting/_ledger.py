@@ -202,6 +202,26 @@ def _has_table(connection: sqlite3.Connection, name: str) -> bool:
     return connection.execute(query, (name,)).fetchone() is not None
 
 
+def _refuse_foreign_database(path: str) -> None:
+    """Refuse, before any connection that could write to it (even the switch to write-ahead
+    logging rewrites the header), an existing SQLite database with tables but no ledger metadata:
+    another program's file, which opening it as a ledger would alter."""
+    if not (os.path.isfile(path) and os.path.getsize(path) > 0):
+        return
+    reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = {name for (name,) in reader.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as error:
+        raise ValueError(f"{path} is not a ledger file (not an SQLite database: {error}).") from None
+    finally:
+        reader.close()
+    if tables and "meta" not in tables:
+        raise ValueError(
+            f"{path} is an SQLite database but not a ledger file (it has tables and no ledger metadata); "
+            "pass the path of a ledger file, or a new path to create one."
+        )
+
+
 def _ledger_meta(connection: sqlite3.Connection) -> dict:
     """The ``meta`` table of a ledger file as a dict (empty for a new file)."""
     if not _has_table(connection, "meta"):
@@ -414,6 +434,7 @@ class PrivacyAccountant:
         """Create the ledger file, or check the budget it holds against this one's."""
         mine = {name: json.dumps(None if value is None else float(value))
                 for name, value in (("epsilon", self.epsilon), ("delta", self.delta))}
+        _refuse_foreign_database(self.path)
         with self._transaction() as connection:  # a read: no wait for another process's charge
             meta = _ledger_meta(connection)
         if not meta:
