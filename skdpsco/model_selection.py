@@ -353,17 +353,25 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
     estimator : skdpsco estimator
         With parameters ``epsilon``, ``delta``, ``random_state`` and ``accountant``, charging its
         accountant before reading the rows (every skdpsco estimator does), and a guarantee with
-        a zCDP bound (Gaussian releases or zCDP: all the default algorithms). A
+        a zCDP bound (Gaussian releases or zCDP: all the default algorithms; those of
+        :data:`WITHOUT_ZCDP` are refused before anything is charged, whether set in the
+        estimator or listed in ``param_distributions``). A
         :class:`~sklearn.pipeline.Pipeline` whose last step is such an estimator and whose other
-        steps learn nothing from the rows (scikit-learn tag ``requires_fit`` False:
-        ``Normalizer``, a ``FunctionTransformer`` of one row) works too. A pipeline with a step
-        fitted on the rows (``StandardScaler``, :class:`~skdpsco.preprocessing.DPStandardScaler`,
-        ...) is refused with a ``ValueError`` before any row is read or anything is charged:
-        every trial would refit it outside the search's event. Fit private preprocessing once,
-        before the search, as its own release, and search on the transformed rows. A classifier
-        with ``classes=None`` (in the estimator or in a candidate) reads its label set from the
-        training split, unaccounted: the search issues one :class:`~skdpsco.PrivacyWarning`
-        naming the parameter, not one per trial. Pass ``classes=`` with the public label set.
+        steps read nothing of the row values works too (:func:`~skdpsco.preprocessing.row_dependence`:
+        ``Normalizer``, encoders given their public categories as
+        :func:`~skdpsco.preprocessing.public_encoder` builds them, a ``ColumnTransformer`` of such
+        steps, a :class:`~skdpsco.preprocessing.RowwiseTransformer`). Any other step
+        (``StandardScaler``, :class:`~skdpsco.preprocessing.DPStandardScaler`, an encoder with
+        ``categories='auto'``, a plain ``FunctionTransformer``, ...) is refused with a
+        ``ValueError`` naming the step, the reason and the fix, before any row is read or
+        anything is charged: every trial would refit it outside the search's event. Fit private
+        preprocessing once, before the search, as its own release, and search on the transformed
+        rows. A classifier with ``classes=None`` (in the estimator or in a candidate) reads its
+        label set from the training split, unaccounted: the search issues one
+        :class:`~skdpsco.PrivacyWarning` naming the parameter, not one per trial. Pass
+        ``classes=`` with the public label set. Inside a wrapper that fits on the labels
+        (``CalibratedClassifierCV``, stacking) it issues one ``PrivacyWarning`` as well
+        (best effort: :class:`~skdpsco.DPLogisticRegression`, Notes).
     param_distributions : dict or list of dicts
         Parameter names (as for ``estimator.set_params``) mapped to lists (uniform choice) or to
         distributions with ``rvs`` (``scipy.stats``). Public: never derived from the data. Every
@@ -483,7 +491,7 @@ class DPSearchCV(MetaEstimatorMixin, BaseEstimator):
         The planning fits read the training split only; a held-out row that ``predict`` refuses
         would raise after the charge, on one dataset and not on its neighbour, a release no
         mechanism accounts for (``DESIGN.md``, "Privacy model"). A pipeline's stateless steps may
-        map such values to finite ones (an imputing ``FunctionTransformer``): its rows are left to
+        map such values to finite ones (an imputing ``RowwiseTransformer``): its rows are left to
         its steps."""
         if getattr(self.estimator, "steps", None) is not None:
             return
