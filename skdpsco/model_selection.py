@@ -57,10 +57,18 @@ from .accounting import (
 from ._delta import resolve_delta
 from .accounting._ledger import CarriesDefaultLedger, charge_fit
 from ._secure import is_secure, noisy_release
-from .linear_model._base import PrivacyWarning, _generator, labels_from_data_warning
+from .linear_model._base import (
+    PrivacyWarning,
+    _generator,
+    label_wrapper,
+    label_wrapper_warning,
+    labels_from_data_warning,
+)
+from .preprocessing import row_dependence
 from .solvers import _core
 
 __all__ = [
+    "WITHOUT_ZCDP",
     "DPSearchCV",
     "RandomTrials",
     "calibrate_trial_rho",
@@ -182,6 +190,21 @@ def zcdp_rho(event: dp_accounting.DpEvent) -> float:
         "trial (Papernot & Steinke 2022, Thm 2). Choose an algorithm whose guarantee is a Gaussian "
         "release or zCDP (e.g. 'phased_sgd', 'snowball', 'pnsgd')."
     )
+
+
+WITHOUT_ZCDP = {
+    "objective_perturbation": (
+        "objective perturbation is proven only as an (epsilon, delta) bound (a Gaussian part plus "
+        "a log-determinant offset, skdpsco.solvers.objective), with no Renyi-DP curve"
+    ),
+    "output_perturbation": "output perturbation's guarantee holds except with a failure probability",
+    "gradient_perturbation": (
+        "gradient perturbation's subsampled Gaussian steps have a Renyi-DP curve but no zCDP bound"
+    ),
+    "stop_pnsgd": "Stop-PNSGD is proven at one Renyi order only",
+}
+"""``algorithm=`` names whose fits have no zCDP bound (:func:`zcdp_rho` fails on their events),
+and why: :class:`DPSearchCV` refuses them before anything is charged."""
 
 
 # -- one trial's score and the selection ------------------------------------------------------
@@ -330,17 +353,25 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
     estimator : skdpsco estimator
         With parameters ``epsilon``, ``delta``, ``random_state`` and ``accountant``, charging its
         accountant before reading the rows (every skdpsco estimator does), and a guarantee with
-        a zCDP bound (Gaussian releases or zCDP: all the default algorithms). A
+        a zCDP bound (Gaussian releases or zCDP: all the default algorithms; those of
+        :data:`WITHOUT_ZCDP` are refused before anything is charged, whether set in the
+        estimator or listed in ``param_distributions``). A
         :class:`~sklearn.pipeline.Pipeline` whose last step is such an estimator and whose other
-        steps learn nothing from the rows (scikit-learn tag ``requires_fit`` False:
-        ``Normalizer``, a ``FunctionTransformer`` of one row) works too. A pipeline with a step
-        fitted on the rows (``StandardScaler``, :class:`~skdpsco.preprocessing.DPStandardScaler`,
-        ...) is refused with a ``ValueError`` before any row is read or anything is charged:
-        every trial would refit it outside the search's event. Fit private preprocessing once,
-        before the search, as its own release, and search on the transformed rows. A classifier
-        with ``classes=None`` (in the estimator or in a candidate) reads its label set from the
-        training split, unaccounted: the search issues one :class:`~skdpsco.PrivacyWarning`
-        naming the parameter, not one per trial. Pass ``classes=`` with the public label set.
+        steps read nothing of the row values works too (:func:`~skdpsco.preprocessing.row_dependence`:
+        ``Normalizer``, encoders given their public categories as
+        :func:`~skdpsco.preprocessing.public_encoder` builds them, a ``ColumnTransformer`` of such
+        steps, a :class:`~skdpsco.preprocessing.RowwiseTransformer`). Any other step
+        (``StandardScaler``, :class:`~skdpsco.preprocessing.DPStandardScaler`, an encoder with
+        ``categories='auto'``, a plain ``FunctionTransformer``, ...) is refused with a
+        ``ValueError`` naming the step, the reason and the fix, before any row is read or
+        anything is charged: every trial would refit it outside the search's event. Fit private
+        preprocessing once, before the search, as its own release, and search on the transformed
+        rows. A classifier with ``classes=None`` (in the estimator or in a candidate) reads its
+        label set from the training split, unaccounted: the search issues one
+        :class:`~skdpsco.PrivacyWarning` naming the parameter, not one per trial. Pass
+        ``classes=`` with the public label set. Inside a wrapper that fits on the labels
+        (``CalibratedClassifierCV``, stacking) it issues one ``PrivacyWarning`` as well
+        (best effort: :class:`~skdpsco.DPLogisticRegression`, Notes).
     param_distributions : dict or list of dicts
         Parameter names (as for ``estimator.set_params``) mapped to lists (uniform choice) or to
         distributions with ``rvs`` (``scipy.stats``). Public: never derived from the data. Every
@@ -460,7 +491,7 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         The planning fits read the training split only; a held-out row that ``predict`` refuses
         would raise after the charge, on one dataset and not on its neighbour, a release no
         mechanism accounts for (``DESIGN.md``, "Privacy model"). A pipeline's stateless steps may
-        map such values to finite ones (an imputing ``FunctionTransformer``): its rows are left to
+        map such values to finite ones (an imputing ``RowwiseTransformer``): its rows are left to
         its steps."""
         if getattr(self.estimator, "steps", None) is not None:
             return
@@ -471,27 +502,41 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
             _assert_all_finite(np.asarray(y, dtype=float), input_name="y")
 
     def _check_stateless_steps(self) -> None:
-        """Refuse a pipeline with a step, other than the last, that is fitted on the rows.
+        """Refuse a pipeline with a step, other than the last, that may learn from the rows
+        (:func:`~skdpsco.preprocessing.row_dependence`, which names the step, the reason and the fix).
 
-        Every trial (and every planning call) refits a clone of ``estimator``: a fitted step
-        (``StandardScaler``, a :class:`~skdpsco.preprocessing.DPStandardScaler` with its own
-        accountant, ...) would read the training rows outside the trial's accounted fit, once per
-        call, and the released model would carry a step selected by score, which Papernot &
-        Steinke 2022, Thm 2 does not cover (it bounds the selected trial's accounted release
-        only). A step whose scikit-learn tag ``requires_fit`` is False (``Normalizer``,
-        ``FunctionTransformer``) learns nothing from the rows and is allowed.
+        Every trial (and every planning call) refits a clone of ``estimator``: a step fitted on
+        the rows (``StandardScaler``, a :class:`~skdpsco.preprocessing.DPStandardScaler` with its
+        own accountant, an encoder reading its categories, ...) would read the training rows
+        outside the trial's accounted fit, once per call, and the released model would carry a
+        step selected by score, which Papernot & Steinke 2022, Thm 2 does not cover (it bounds the
+        selected trial's accounted release only). A function that maps across rows breaks the
+        per-row sensitivities of the estimator's guarantee.
         """
         for name, step in getattr(self.estimator, "steps", [])[:-1]:
-            if step is None or (isinstance(step, str) and step == "passthrough") or not get_tags(step).requires_fit:
-                continue
+            reason = row_dependence(step, name)
+            if reason is not None:
+                raise ValueError(f"DPSearchCV refuses the pipeline step {reason}")
+
+    def _check_algorithms(self, distributions: list) -> None:
+        """Refuse, before anything is charged, an algorithm of :data:`WITHOUT_ZCDP` in the
+        estimator or anywhere in ``param_distributions``, drawn or not.
+
+        Checking every listed value, not the drawn candidates, keeps the refusal independent of
+        the number of trials, which must stay hidden.
+        """
+        name = self._prefix + "algorithm"
+        listed = [self.estimator.get_params().get(name)]
+        listed += [value for grid in distributions if not hasattr(grid.get(name), "rvs") for value in grid.get(name, [])]
+        refused = next((value for value in listed if isinstance(value, str) and value in WITHOUT_ZCDP), None)
+        if refused is not None:
             raise ValueError(
-                f"DPSearchCV refuses the pipeline step {name!r} ({type(step).__name__}): it is "
-                "fitted on the rows, so every trial would refit it outside the search's "
-                "accounted event. Fit it once before the search, as its own release (e.g. "
-                "DPStandardScaler(epsilon=..., delta=..., feature_bounds=..., accountant=ledger)"
-                ".fit_transform(X)), and search on the transformed rows; or let the estimator "
-                "scale the features. Only steps that learn nothing from the rows (e.g. "
-                "Normalizer, a FunctionTransformer of one row) may precede the estimator."
+                f"DPSearchCV cannot search {name}={refused!r}: private selection (Papernot & Steinke "
+                "2022, Thm 2) needs every trial's guarantee as zCDP (a Renyi-DP bound rho * alpha at "
+                f"every order alpha), and {WITHOUT_ZCDP[refused]}. Search over algorithms whose "
+                "guarantee is a Gaussian release or zCDP (e.g. 'auto', 'noisy_gd', 'newton', "
+                f"'phased_sgd', 'snowball'), or choose {refused!r} on public or synthetic data and fit "
+                "it once, outside the search, with its own budget."
             )
 
     @property
@@ -547,11 +592,13 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
             try:
                 model.fit(X, y, **self._fit_params(sample_weight))
             except _Planned as planned:
-                return zcdp_rho(planned.event)
-        raise TypeError(
-            f"{type(self.estimator).__name__} did not charge its accountant before fitting: only "
-            "estimators that record their privacy event can be searched privately."
-        )
+                event = planned.event
+            else:
+                raise TypeError(
+                    f"{type(self.estimator).__name__} did not charge its accountant before fitting: only "
+                    "estimators that record their privacy event can be searched privately."
+                )
+        return zcdp_rho(event)  # outside the handler: its error chains no internal exception
 
     def _candidate_epsilon(self, candidate: dict, rho: float, delta: float, X, y, sample_weight=None) -> float:
         """Largest epsilon at which the candidate's fit at ``delta`` is ``rho``-zCDP, with its
@@ -591,6 +638,8 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         """
         self._validate_params()
         self._check_stateless_steps()
+        distributions = self._distributions()
+        self._check_algorithms(distributions)
         X, y, sample_weight = indexable(X, y, sample_weight)
         self._refuse_non_finite_rows(X, y)
         n_samples = _num_samples(X)
@@ -602,7 +651,6 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
                 "need rows (at least 2 for training)."
             )
         delta = resolve_delta(self.delta, n_samples)  # refused before anything is charged if it voids the guarantee
-        distributions = self._distributions()
         scoring = self._scoring()
 
         # Public randomness and planning, before any row is read.
@@ -617,8 +665,14 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         trial_rngs = rng.spawn(n_trials)
         candidates = [_draw_candidate(distributions, trial_rng) for trial_rng in trial_rngs]
         labels_parameter = self._labels_from_data(candidates)
-        if labels_parameter is not None:  # once for the search; the trials' warnings are muted
+        # once for the search; the trials' warnings are muted (their number would reveal K)
+        muted = [labels_from_data_warning()]
+        if labels_parameter is not None:
             warnings.warn(labels_from_data_warning(labels_parameter), PrivacyWarning, stacklevel=2)
+        wrapper = label_wrapper()
+        if wrapper is not None:
+            warnings.warn(label_wrapper_warning(wrapper), PrivacyWarning, stacklevel=2)
+            muted.append(label_wrapper_warning(wrapper))
         epsilons = {}
         for candidate in candidates:
             key = repr(sorted(candidate.items()))
@@ -643,9 +697,8 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
                 ),
             )
             with warnings.catch_warnings():
-                warnings.filterwarnings(
-                    "ignore", message=re.escape(labels_from_data_warning()), category=PrivacyWarning
-                )
+                for message in muted:
+                    warnings.filterwarnings("ignore", message=re.escape(message), category=PrivacyWarning)
                 model.fit(X_train, y_train, **self._fit_params(weights))
             fit_rho = sum(zcdp_rho(record.event) for record in ledger.history)
             if fit_rho > rho * (1.0 + 1e-9):  # the plan is public, so is this check

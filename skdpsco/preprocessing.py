@@ -18,6 +18,15 @@ charged. ``Normalizer()`` in front of an skdpsco estimator with ``data_norm=1`` 
 way to bound the rows. Any transformer *fitted* on the rows (``StandardScaler``, ``MinMaxScaler``,
 ``PCA``, ``SimpleImputer`` with a statistic, ...) is a release of the data and needs an accounted
 private counterpart such as :class:`DPStandardScaler`.
+
+Steps whose fit reads only public parameters
+--------------------------------------------
+Some scikit-learn transformers are *fitted*, yet learn nothing from the row values when their
+parameters say everything: a :class:`~sklearn.preprocessing.OneHotEncoder` given its category
+lists, a :class:`~sklearn.compose.ColumnTransformer` of such steps selecting columns by name.
+:func:`row_dependence` is the rule :class:`~skdpsco.DPSearchCV` applies to the steps before its
+estimator; :func:`public_encoder` builds a one-hot encoder it accepts; :class:`RowwiseTransformer`
+is how a user declares a function that maps each row on its own.
 """
 
 from __future__ import annotations
@@ -29,6 +38,10 @@ from functools import lru_cache
 import dp_accounting
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.compose import ColumnTransformer, make_column_selector
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder, OrdinalEncoder
+from sklearn.utils import get_tags
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -38,7 +51,13 @@ from .accounting import PrivacyAccountant, calibrate_noise, epsilon_of, gaussian
 from .accounting._ledger import CarriesDefaultLedger, charge_fit
 from .linear_model._base import _generator
 
-__all__ = ["DPStandardScaler", "scaler_sensitivities"]
+__all__ = [
+    "DPStandardScaler",
+    "RowwiseTransformer",
+    "public_encoder",
+    "row_dependence",
+    "scaler_sensitivities",
+]
 
 
 def scaler_sensitivities(lower: np.ndarray, upper: np.ndarray, n_samples: int) -> tuple[float, float]:
@@ -327,3 +346,234 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         return tags
+
+
+# -- steps whose fit reads only public parameters ---------------------------------------------
+class RowwiseTransformer(FunctionTransformer):
+    """A :class:`~sklearn.preprocessing.FunctionTransformer` declared to map each row on its own.
+
+    Same parameters and behaviour as ``FunctionTransformer``; the class is the declaration. By
+    using it the **user vouches** that ``func`` (and ``inverse_func``) computes each output row
+    from that input row and public constants only (``np.log1p``, a division by public ranges, a
+    clip to public bounds), never from other rows (``X - X.mean(0)``, a rank, a quantile).
+    Nothing checks the function: a function that reads across rows breaks the per-row
+    sensitivities every private model after it relies on, and its guarantee with them.
+
+    Why a declaration: a plain ``FunctionTransformer`` learns nothing in ``fit``, yet its
+    function may read all the rows at once, and no inspection of a Python callable can tell.
+    :class:`~skdpsco.DPSearchCV` refuses a plain ``FunctionTransformer`` in front of its
+    estimator and accepts this class (with ``check_inverse=False`` when ``inverse_func`` is
+    given: the check applies both functions to a sample of the rows and warns when they differ).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsco.preprocessing import RowwiseTransformer
+    >>> RowwiseTransformer(np.log1p).fit_transform(np.array([[0.0, np.e - 1.0]]))
+    array([[0., 1.]])
+    """
+
+
+def public_encoder(categories: dict, *, remainder="passthrough") -> ColumnTransformer:
+    """One-hot encoder of categorical columns from their public category lists.
+
+    Its fit reads no row value (the categories are given, unknown values are encoded as all
+    zeros without an error or a warning, the output is always dense), so
+    :class:`~skdpsco.DPSearchCV` accepts it in front of its estimator (:func:`row_dependence`).
+    The category lists must be public: the valid values of each field, from a schema or a
+    codebook, never ``np.unique`` of the training column (that releases every value present).
+
+    Parameters
+    ----------
+    categories : dict
+        Column (a DataFrame column name, or an integer index for an array) mapped to the list
+        of its public categories (numeric categories sorted, as ``OneHotEncoder`` requires).
+    remainder : {'passthrough', 'drop'} or transformer, default='passthrough'
+        What happens to the other columns (``ColumnTransformer``'s ``remainder``); a
+        transformer must satisfy :func:`row_dependence` as well.
+
+    Returns
+    -------
+    sklearn.compose.ColumnTransformer
+        One ``OneHotEncoder(categories=[...], handle_unknown='ignore', sparse_output=False)``
+        over the listed columns, ``sparse_threshold=0``; its output puts the indicator columns
+        first, in the order of ``categories``, then the remainder.
+
+    Raises
+    ------
+    ValueError
+        If ``categories`` is empty or a column's list is empty.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsco.preprocessing import public_encoder
+    >>> encoder = public_encoder({0: ["red", "green", "blue"]})
+    >>> X = np.array([["green", 1.5], ["mauve", -2.0]], dtype=object)
+    >>> encoder.fit_transform(X)
+    array([[0.0, 1.0, 0.0, 1.5],
+           [0.0, 0.0, 0.0, -2.0]], dtype=object)
+    """
+    columns = list(categories)
+    if not columns:
+        raise ValueError("categories must map at least one column to its list of public categories; got {}.")
+    empty = [column for column in columns if len(categories[column]) == 0]
+    if empty:
+        raise ValueError(f"categories[{empty[0]!r}] is empty; list the public categories of every column.")
+    encoder = OneHotEncoder(
+        categories=[list(categories[column]) for column in columns], handle_unknown="ignore", sparse_output=False
+    )
+    return ColumnTransformer([("onehotencoder", encoder, columns)], remainder=remainder, sparse_threshold=0)
+
+
+def row_dependence(step, name: str = "step") -> str | None:
+    """Why ``step`` may learn from the rows it is fitted on, and the fix; ``None`` if it cannot.
+
+    The rule :class:`~skdpsco.DPSearchCV` applies to the steps before its private estimator:
+    every trial refits them on the training rows, outside the search's accounted event, so
+    they must read nothing of the row values, only public parameters and the schema (column
+    names, dtypes, ``n_features``). Accepted, by exact type (a subclass may override ``fit``):
+
+    * ``None``, ``'passthrough'``, ``'drop'``;
+    * :class:`~sklearn.preprocessing.Normalizer`, :class:`RowwiseTransformer`;
+    * :class:`~sklearn.preprocessing.OneHotEncoder` / :class:`~sklearn.preprocessing.OrdinalEncoder`
+      with explicit ``categories``, no ``min_frequency`` / ``max_categories`` (counts of the
+      rows), unknown categories encoded without an error (``handle_unknown='ignore'`` or
+      ``'infrequent_if_exist'``; the ordinal encoder's ``'use_encoded_value'``) and, for the
+      one-hot encoder, ``drop=None``: with any ``drop``, ``transform`` warns naming the
+      columns in which a row holds an unknown category;
+    * :class:`~sklearn.compose.ColumnTransformer` with ``sparse_threshold=0`` (otherwise the
+      density of the transformed rows picks a sparse or a dense output), columns listed or
+      chosen by :func:`~sklearn.compose.make_column_selector` (names and dtypes only), and
+      accepted transformers and ``remainder``;
+    * :class:`~sklearn.pipeline.Pipeline` of accepted steps.
+
+    Parameters
+    ----------
+    step : estimator, str or None
+        A pipeline step.
+    name : str, default='step'
+        Its name, the start of the path of a nested step in the message (``outer__inner``, as
+        in ``set_params``).
+
+    Returns
+    -------
+    str or None
+        ``"'path' (Type): reason. Fix."`` for the first refused step, depth first; ``None``
+        when every step is accepted.
+    """
+    if step is None or (isinstance(step, str) and step in ("passthrough", "drop")):
+        return None
+    return _STEP_RULES.get(type(step), _unknown_step)(step, name)
+
+
+def _refused(name: str, step, reason: str) -> str:
+    return f"{name!r} ({type(step).__name__}): {reason}"
+
+
+def _first(messages) -> str | None:
+    return next((message for message in messages if message is not None), None)
+
+
+def _leaf(reason):
+    """The rule of a step without sub-steps, from ``reason(step) -> str | None``."""
+    return lambda step, name: None if (why := reason(step)) is None else _refused(name, step, why)
+
+
+def _encoder_reason(encoder) -> str | None:
+    """The one-hot or ordinal encoder's options that read the rows, or ``None``."""
+    if isinstance(encoder.categories, str):
+        return (
+            "categories='auto' reads the category lists from the rows (a rare category names a row). "
+            "Pass categories=[...] (the public category lists), e.g. with "
+            "skdpsco.preprocessing.public_encoder({column: [category, ...], ...})."
+        )
+    if encoder.min_frequency is not None or encoder.max_categories is not None:
+        return (
+            f"min_frequency={encoder.min_frequency!r} and max_categories={encoder.max_categories!r} group "
+            "the categories by their counts in the rows. Pass min_frequency=None and max_categories=None."
+        )
+    one_hot = isinstance(encoder, OneHotEncoder)
+    if encoder.handle_unknown not in (("ignore", "infrequent_if_exist") if one_hot else ("use_encoded_value",)):
+        fix = "handle_unknown='ignore'" if one_hot else "handle_unknown='use_encoded_value', unknown_value=-1"
+        return (
+            f"handle_unknown={encoder.handle_unknown!r} raises or warns when a row holds a category "
+            f"outside the lists: whether it does depends on one row. Pass {fix}."
+        )
+    if one_hot and encoder.drop is not None:
+        return (
+            f"drop={encoder.drop!r} makes transform warn, naming the column, when a row holds a category "
+            "outside the lists: a message read from the rows. Pass drop=None (a regularised model "
+            "needs no dropped column)."
+        )
+    return None
+
+
+def _rowwise_reason(transformer) -> str | None:
+    if transformer.check_inverse and transformer.func is not None and transformer.inverse_func is not None:
+        return (
+            "check_inverse=True applies func and inverse_func to a sample of the rows and warns when "
+            "they differ: a message read from the rows. Pass check_inverse=False."
+        )
+    return None
+
+
+def _pipeline_rule(pipeline, name: str) -> str | None:
+    return _first(row_dependence(step, f"{name}__{child}") for child, step in pipeline.steps)
+
+
+def _column_transformer_rule(transformer, name: str) -> str | None:
+    if transformer.sparse_threshold != 0:
+        return _refused(name, transformer, (
+            f"sparse_threshold={transformer.sparse_threshold!r} chooses a sparse or a dense output by "
+            "the density of the transformed rows, and the model fitted on them differs between the "
+            "two. Pass sparse_threshold=0."
+        ))
+    for child, step, columns in transformer.transformers:
+        if callable(columns) and type(columns) is not make_column_selector:
+            return _refused(f"{name}__{child}", step, (
+                f"its columns are chosen by {columns!r}, a callable that may read the row values. "
+                "List the columns (names or indices), or select them with "
+                "make_column_selector(pattern=..., dtype_include=...), which reads names and dtypes only."
+            ))
+    children = [(child, step) for child, step, _ in transformer.transformers]
+    return _first(
+        row_dependence(step, f"{name}__{child}") for child, step in children + [("remainder", transformer.remainder)]
+    )
+
+
+def _unknown_step(step, name: str) -> str:
+    """The message of a step outside the table: a function that may read across rows, a step
+    fitted on the rows, or a step whose transform is not known to be row-wise."""
+    if isinstance(step, FunctionTransformer):
+        reason = (
+            "its function may compute across the rows (e.g. X - X.mean(0)), which breaks every "
+            "per-row sensitivity of the model after it, and nothing can check a function. If func "
+            "maps each row on its own, with public constants only, declare it: "
+            "skdpsco.preprocessing.RowwiseTransformer(func) (FunctionTransformer's parameters)."
+        )
+    elif not isinstance(step, BaseEstimator) or get_tags(step).requires_fit:
+        reason = (
+            "it is fitted on the rows, so every trial would refit it outside the search's accounted "
+            "event. Fit it once before the search, as its own release (e.g. DPStandardScaler("
+            "epsilon=..., delta=..., feature_bounds=..., accountant=ledger).fit_transform(X)), and "
+            "search on the transformed rows; or let the estimator scale the features."
+        )
+    else:
+        reason = (
+            "it is not known to map each row on its own. If it does, with public constants only, "
+            "declare it: skdpsco.preprocessing.RowwiseTransformer(step.transform); otherwise apply "
+            "it before the search."
+        )
+    return _refused(name, step, reason)
+
+
+_STEP_RULES = {
+    Pipeline: _pipeline_rule,
+    ColumnTransformer: _column_transformer_rule,
+    OneHotEncoder: _leaf(_encoder_reason),
+    OrdinalEncoder: _leaf(_encoder_reason),
+    RowwiseTransformer: _leaf(_rowwise_reason),
+    Normalizer: _leaf(lambda step: None),
+}
+"""Accepted step types (exact) and their rules: ``rule(step, name) -> message or None``."""

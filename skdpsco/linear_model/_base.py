@@ -10,6 +10,7 @@ noise.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import numbers
 import warnings
@@ -73,6 +74,41 @@ def labels_from_data_warning(parameter: str = "classes") -> str:
     return (
         f"{parameter}=None: the label set is read from y and released in classes_ (and in the "
         f"model's shape) without privacy accounting. Pass {parameter}= with the public label set."
+    )
+
+
+def label_wrapper() -> str | None:
+    """Name of the scikit-learn wrapper whose ``fit`` is running this fit, if it fits a map of
+    its own on the labels outside the accountant; else ``None``.
+
+    ``CalibratedClassifierCV`` fits its calibration map, ``StackingClassifier`` /
+    ``StackingRegressor`` their final estimator, on the labels and the private model's
+    predictions, with no accounted mechanism. Found by walking the caller frames
+    (:func:`inspect.currentframe`) for a ``self`` that is an instance of one: scikit-learn
+    offers no public way for an estimator to know who fits it. Best effort, parameters only
+    (nothing read from the rows): a wrapper run with ``n_jobs`` other than ``None`` or 1 fits
+    its clones in other workers, and one given a prefit model does not fit it at all; neither
+    is seen (the estimators' Notes and the user guide say so).
+    """
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.ensemble import StackingClassifier, StackingRegressor
+
+    frame = inspect.currentframe()
+    while frame is not None:
+        if isinstance(frame.f_locals.get("self"), (CalibratedClassifierCV, StackingClassifier, StackingRegressor)):
+            return type(frame.f_locals["self"]).__name__
+        frame = frame.f_back
+    return None
+
+
+def label_wrapper_warning(wrapper: str) -> str:
+    """Text of the :class:`PrivacyWarning` of a private fit inside ``wrapper`` (:func:`label_wrapper`)."""
+    return (
+        f"{wrapper} fits a map of its own (a calibration map, a final estimator) on the labels and on "
+        "this private model's predictions, without privacy accounting: what it releases is not "
+        f"covered by the private model's guarantee. Fit the private model alone, then fit {wrapper} "
+        "around it (e.g. CalibratedClassifierCV(FrozenEstimator(model))) on public rows, or on held-out "
+        "rows with a budget of their own."
     )
 
 
@@ -240,6 +276,9 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
     def _fit_private(self, X, y, sample_weight=None):
         """Validate, plan, charge and fit; leaves no fitted state behind on failure."""
         self._validate_params()
+        wrapper = label_wrapper()
+        if wrapper is not None:
+            warnings.warn(label_wrapper_warning(wrapper), PrivacyWarning, stacklevel=4)
         try:
             self._fit_steps(X, y, sample_weight)
         except BaseException:

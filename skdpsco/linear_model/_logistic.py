@@ -195,6 +195,13 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     iterate; its guarantee is privacy amplification by iteration (Feldman, Mironov, Talwar &
     Thakurta 2018), a zCDP bound converted to (epsilon, delta) with ``dp-accounting``.
 
+    Wrappers that fit on the labels (``CalibratedClassifierCV``, ``StackingClassifier``,
+    ``StackingRegressor``) fit their own map on the labels and this model's predictions, outside
+    the accountant: their output is not covered by this guarantee. ``fit`` issues a
+    :class:`~skdpsco.PrivacyWarning` when it finds one among its callers; best effort only (not
+    with the wrapper's ``n_jobs`` > 1, nor around a prefit model): see the user guide, "What is
+    not protected".
+
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer

@@ -91,6 +91,12 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
     feature_scales_, row_norm_, standardisation_
         As in :class:`~skdpsco.DPLogisticRegression`.
 
+    Notes
+    -----
+    Inside a wrapper that fits on the labels (``CalibratedClassifierCV``, ``StackingClassifier``,
+    ``StackingRegressor``) the wrapper's output is not covered by this guarantee; ``fit`` warns,
+    on a best-effort basis: see :class:`~skdpsco.DPLogisticRegression`, Notes.
+
     Examples
     --------
     >>> import numpy as np

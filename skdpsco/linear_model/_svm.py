@@ -75,6 +75,12 @@ max_weight, class_weight, secure_noise
     feature_scales_, row_norm_, standardisation_, radius_
         As in :class:`~skdpsco.DPLogisticRegression`.
 
+    Notes
+    -----
+    Inside a wrapper that fits on the labels (``CalibratedClassifierCV``, ``StackingClassifier``,
+    ``StackingRegressor``) the wrapper's output is not covered by this guarantee; ``fit`` warns,
+    on a best-effort basis: see :class:`~skdpsco.DPLogisticRegression`, Notes.
+
     Examples
     --------
     >>> from sklearn.datasets import make_classification
