@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-import tracemalloc
 import warnings
 
 import numpy as np
@@ -36,6 +35,8 @@ from sklearn.svm import LinearSVC
 
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
 
+from .speed import _best_time
+from .speed import _peak_memory as peak_memory
 from .utility import RESULTS
 
 SIZES = {"full": ((10**5, 20), (10**6, 100), (5 * 10**4, 1000)), "quick": ((10**5, 20), (2 * 10**5, 100))}
@@ -71,22 +72,7 @@ def make_rows(n: int, d: int, badly_scaled: bool, seed: int = 0):
 def best_time(fit, repeats: int) -> float:
     """The least wall time of ``repeats`` calls of ``fit`` after one warm-up call."""
     fit()
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fit()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def peak_memory(fit) -> int:
-    """Peak traced memory of one call of ``fit`` (numpy reports its buffers to tracemalloc)."""
-    tracemalloc.start()
-    try:
-        fit()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    return _best_time(fit, repeats)
 
 
 def _private(estimator, n: int, **params):

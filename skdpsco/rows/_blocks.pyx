@@ -20,8 +20,9 @@ arithmetic would), so no finite row can make a pass raise or produce a non-finit
 
 from libc.math cimport ceil, fabs, frexp, isfinite, ldexp, log2, sqrt
 from libc.stdint cimport int64_t, uint64_t
-from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
+
+from .._vectors cimport dot
 
 import numpy as np
 
@@ -31,23 +32,10 @@ cdef uint64_t _HALF_OCTAVE_MANTISSA = 0x6A09E667F3BCD  # the mantissa bits of sq
 cdef int OVERFLOW_SAFE_EXPONENT = 900  # as skdpsco.linear_model._scaling.OVERFLOW_SAFE_EXPONENT
 
 
-cdef inline double _sum_of_squares(const double *row, Py_ssize_t d) noexcept nogil:
-    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    cdef Py_ssize_t j, m = d - d % 4
-    for j in range(0, m, 4):
-        s0 += row[j] * row[j]
-        s1 += row[j + 1] * row[j + 1]
-        s2 += row[j + 2] * row[j + 2]
-        s3 += row[j + 3] * row[j + 3]
-    for j in range(m, d):
-        s0 += row[j] * row[j]
-    return (s0 + s1) + (s2 + s3)
-
-
 cdef inline double _shrink_factor(const double *row, Py_ssize_t d, double bound) noexcept nogil:
     """``min(1, bound / ||row||)`` of a finite row, also when ``||row||**2`` overflows: then from
     the row divided by its largest entry ``m``, ``(bound / m) / ||row / m||``."""
-    cdef double norm = sqrt(_sum_of_squares(row, d)), largest = 0.0, u, scaled = 0.0
+    cdef double norm = sqrt(dot(row, row, d)), largest = 0.0, u, scaled = 0.0
     cdef Py_ssize_t j
     if isfinite(norm):
         return bound / norm if norm > bound else 1.0
@@ -116,43 +104,37 @@ def divide_clip_and_sum(double[:, ::1] rows, Py_ssize_t d, const int64_t[::1] ex
     cdef Py_ssize_t n = rows.shape[0], i, j
     cdef double factor, top, t
     cdef double *row
-    cdef double *buffer
     cdef int64_t extra
     cdef bint overflow
     if rows.shape[1] < d or exponents.shape[0] != d or factors.shape[0] != d:
         raise ValueError(f"rows need at least d={d} columns, exponents and factors d entries.")
     sums_array = np.zeros(d)
     cdef double[::1] sums = sums_array
+    cdef double[::1] buffer = np.empty(max(d, 1))  # the row's quotient, before its clip
     if n == 0 or d == 0:
         return sums_array
-    buffer = <double *> malloc(d * sizeof(double))
-    if buffer == NULL:
-        raise MemoryError()
-    try:
-        with nogil:
-            for i in range(n):
-                row = &rows[i, 0]
-                overflow = False
+    with nogil:
+        for i in range(n):
+            row = &rows[i, 0]
+            overflow = False
+            for j in range(d):
+                buffer[j] = row[j] * factors[j]
+                if not isfinite(buffer[j]):
+                    overflow = True
+            if overflow:
+                top = -1e308
                 for j in range(d):
-                    buffer[j] = row[j] * factors[j]
-                    if not isfinite(buffer[j]):
-                        overflow = True
-                if overflow:
-                    top = -1e308
-                    for j in range(d):
-                        if row[j] != 0.0:
-                            t = log2(fabs(row[j])) - exponents[j]
-                            if t > top:
-                                top = t
-                    extra = <int64_t> ceil(top) - OVERFLOW_SAFE_EXPONENT
-                    for j in range(d):
-                        buffer[j] = ldexp(row[j], <int> (-exponents[j] - extra))
-                factor = _shrink_factor(buffer, d, bound)
+                    if row[j] != 0.0:
+                        t = log2(fabs(row[j])) - exponents[j]
+                        if t > top:
+                            top = t
+                extra = <int64_t> ceil(top) - OVERFLOW_SAFE_EXPONENT
                 for j in range(d):
-                    row[j] = factor * buffer[j]
-                    sums[j] += row[j]
-    finally:
-        free(buffer)
+                    buffer[j] = ldexp(row[j], <int> (-exponents[j] - extra))
+            factor = _shrink_factor(&buffer[0], d, bound)
+            for j in range(d):
+                row[j] = factor * buffer[j]
+                sums[j] += row[j]
     return sums_array
 
 
@@ -161,27 +143,21 @@ def centred_square_sums(const double[:, ::1] rows, Py_ssize_t d, const double[::
     columns (:func:`skdpsco.linear_model._scaling.centred_square_sums`); the rows are only read."""
     cdef Py_ssize_t n = rows.shape[0], i, j
     cdef double factor, u
-    cdef double *buffer
     if rows.shape[1] < d or mean.shape[0] != d:
         raise ValueError(f"rows need at least d={d} columns and mean d entries.")
     squares_array = np.zeros(d)
     cdef double[::1] squares = squares_array
+    cdef double[::1] buffer = np.empty(max(d, 1))  # the centred row, before its clip
     if n == 0 or d == 0:
         return squares_array
-    buffer = <double *> malloc(d * sizeof(double))
-    if buffer == NULL:
-        raise MemoryError()
-    try:
-        with nogil:
-            for i in range(n):
-                for j in range(d):
-                    buffer[j] = rows[i, j] - mean[j]
-                factor = _shrink_factor(buffer, d, clip)
-                for j in range(d):
-                    u = factor * buffer[j]
-                    squares[j] += u * u
-    finally:
-        free(buffer)
+    with nogil:
+        for i in range(n):
+            for j in range(d):
+                buffer[j] = rows[i, j] - mean[j]
+            factor = _shrink_factor(&buffer[0], d, clip)
+            for j in range(d):
+                u = factor * buffer[j]
+                squares[j] += u * u
     return squares_array
 
 
@@ -200,7 +176,7 @@ def standardise(double[:, ::1] rows, Py_ssize_t d, const double[::1] mean, const
             row = &rows[i, 0]
             for j in range(d):
                 row[j] = (row[j] - mean[j]) / scale[j]
-            norm = sqrt(_sum_of_squares(row, d))
+            norm = sqrt(dot(row, row, d))
             norm = 1.0 / (norm if norm > clip_norm else clip_norm)
             for j in range(d):
                 row[j] *= norm

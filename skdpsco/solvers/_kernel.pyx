@@ -30,6 +30,8 @@ from libc.float cimport DBL_MAX
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
+from .._vectors cimport dot as _dot
+
 import numpy as np
 
 cdef extern from *:
@@ -66,19 +68,6 @@ LOSS_CODES = {
 cdef double _SQRT_HALF = 0.70710678118654752440
 cdef Py_ssize_t PREFETCH_ROWS = 8  # rows ahead, about 1 us: hides the memory latency of a random row
 
-
-cdef inline double _dot(const double *a, const double *b, Py_ssize_t p) noexcept nogil:
-    """<a, b> with four partial sums (independent chains: pipelined and vectorised)."""
-    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    cdef Py_ssize_t j, m = p - p % 4
-    for j in range(0, m, 4):
-        s0 += a[j] * b[j]
-        s1 += a[j + 1] * b[j + 1]
-        s2 += a[j + 2] * b[j + 2]
-        s3 += a[j + 3] * b[j + 3]
-    for j in range(m, p):
-        s0 += a[j] * b[j]
-    return (s0 + s1) + (s2 + s3)
 
 
 cdef inline void _axpy(double c, const double *x, double *w, Py_ssize_t p) noexcept nogil:
