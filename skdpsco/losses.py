@@ -58,6 +58,7 @@ __all__ = [
     "LossConstants",
     "MarginLoss",
     "MultinomialLogisticLoss",
+    "PinballLoss",
     "PowerLoss",
     "QHingeLoss",
     "SquaredHingeLoss",
@@ -503,6 +504,57 @@ class HuberLoss(MarginLoss):
 
 
 @dataclass(frozen=True)
+class PinballLoss(MarginLoss):
+    """Pinball (check) loss of quantile regression, ``r = y - z``, quantile ``q`` in ``(0, 1)``.
+
+    ``phi = q r_+ + (1 - q) (-r)_+ = max(q r, (q - 1) r)`` (Koenker & Bassett 1978, "Regression
+    quantiles", Econometrica 46(1), eq. 1.3): its minimiser over a constant is the ``q``-th
+    quantile of ``y``. In ``u = z - y``, ``phi = u_+ - q u``: a convex piecewise-linear link with
+    one kink (slope ``-q`` left of it, ``1 - q`` right), the form
+    :mod:`skdpsco.smoothing` smooths in closed form. ``phi'(z) = 1[u > 0] - q``, and
+    ``(1 - q) - q`` halfway, ``1/2 - q``, at the kink (``(sign(u) + 1) / 2 - q``: a valid
+    subgradient, in ``[-q, 1 - q]``). For ``q = 1/2`` it is half the absolute loss, derivative
+    included (:class:`PowerLoss` with ``p = 1``).
+
+    Constants [derived; the chain rule of the module docstring]:
+
+    * ``L = B max(q, 1 - q)`` on every domain: ``|phi'| <= max(q, 1 - q)``, and both slopes are
+      reached by rows of norm ``B`` (a residual of either sign, ``|z| <= R B`` with ``R > 0``).
+    * not differentiable: ``smoothness = None``; ``alpha = 0`` and ``H = B``: two subgradients at
+      one row differ by at most the jump ``(1 - q) - (-q) = 1`` times ``||x||``
+      (``spec/wang_holder.md`` §1.3, as for the hinge loss; the absolute loss's jump is 2).
+
+    Growth: none guaranteed (``growth = None``); like the absolute loss it is sharp on
+    noiseless data.
+
+    Parameters
+    ----------
+    quantile : float
+        ``q`` in ``(0, 1)``.
+    """
+
+    quantile: float
+    name = "pinball"
+    task = "regression"
+
+    def __post_init__(self):
+        q = _check_real(self.quantile, "quantile", 0.0, 1.0, low_open=True, high_open=True)
+        object.__setattr__(self, "quantile", q)
+
+    def value(self, z, y):
+        # u_+ - q u, u = z - y: the arithmetic of the smoothed link's value, so that
+        # phi <= phi_s holds exactly in floating point (skdpsco.smoothing)
+        u = -_residual(z, y)
+        return np.maximum(u, 0.0) - self.quantile * u
+
+    def derivative(self, z, y):
+        return 0.5 * (np.sign(-_residual(z, y)) + 1.0) - self.quantile
+
+    def _constants(self, B, R, B_y):
+        return LossConstants(B * max(self.quantile, 1.0 - self.quantile), None, 0.0, B, None)
+
+
+@dataclass(frozen=True)
 class WeightedLoss(MarginLoss):
     """A loss whose rows carry relative weights: ``c phi(z, y)`` with ``c`` in ``[0, 1]``.
 
@@ -595,6 +647,7 @@ _LOSSES = {
         QHingeLoss,
         PowerLoss,
         HuberLoss,
+        PinballLoss,
     )
 }
 
@@ -607,7 +660,7 @@ def get_loss(name: str, **params) -> MarginLoss:
     name : str
         One of ``"logistic"``, ``"multinomial_logistic"`` (``n_classes``), ``"hinge"``,
         ``"squared_hinge"``, ``"q_hinge"`` (``q``), ``"power"`` (``p``), ``"huber"``
-        (``epsilon``).
+        (``epsilon``), ``"pinball"`` (``quantile``).
     **params
         The constructor arguments of that loss, all required.
 

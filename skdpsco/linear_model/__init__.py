@@ -3,7 +3,7 @@
 from ._base import PrivacyWarning
 from ._logistic import DPLogisticRegression
 from ._regression import DPLpRegression
-from ._robust import DPHuberRegressor
+from ._robust import DPHuberRegressor, DPQuantileRegressor
 from ._svm import DPHingeSVM
 
-__all__ = ["DPHingeSVM", "DPHuberRegressor", "DPLogisticRegression", "DPLpRegression", "PrivacyWarning"]
+__all__ = ["DPHingeSVM", "DPHuberRegressor", "DPLogisticRegression", "DPLpRegression", "DPQuantileRegressor", "PrivacyWarning"]
