@@ -14,7 +14,7 @@ from .accounting import (
     get_accountant,
     set_accountant,
 )
-from .linear_model import DPHingeSVM, DPHuberRegressor, DPLogisticRegression, DPLpRegression, DPQuantileRegressor, PrivacyWarning
+from .linear_model import DPHingeSVM, DPHuberRegressor, DPLogisticRegression, DPLpRegression, DPPoissonRegressor, DPQuantileRegressor, PrivacyWarning
 from .location import inverse_sensitivity_location
 from .model_selection import DPSearchCV
 from .preprocessing import DPStandardScaler
@@ -27,6 +27,7 @@ __all__ = [
     "DPHuberRegressor",
     "DPLogisticRegression",
     "DPLpRegression",
+    "DPPoissonRegressor",
     "DPQuantileRegressor",
     "DPSearchCV",
     "DPStandardScaler",

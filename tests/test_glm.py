@@ -13,10 +13,11 @@ from sklearn.datasets import load_diabetes
 from sklearn.metrics import mean_pinball_loss
 from sklearn.model_selection import train_test_split
 
-from skdpsco import DPHuberRegressor, DPLpRegression, DPQuantileRegressor, PrivacyAccountant
-from skdpsco.losses import HuberLoss, PinballLoss, PowerLoss, get_loss
+from skdpsco import DPHuberRegressor, DPLpRegression, DPPoissonRegressor, DPQuantileRegressor, PrivacyAccountant
+from skdpsco.defaults import POISSON_LOG_RANGE
+from skdpsco.losses import HuberLoss, PinballLoss, PoissonLoss, PowerLoss, get_loss
 from skdpsco.smoothing import GaussianSmoothedLoss, smooth
-from skdpsco.solvers import ALGORITHMS
+from skdpsco.solvers import ALGORITHMS, Problem
 from skdpsco.solvers._core import kernel_loss
 
 # algorithms refused for a regression loss whatever its constants (their messages say why)
@@ -231,3 +232,124 @@ def test_quantile_runs_smoothed_and_unsmoothed_algorithms(diabetes, algorithm):
     smoothed = ALGORITHMS[algorithm].requires_smooth_loss
     assert isinstance(reg.loss_, GaussianSmoothedLoss) == smoothed
     assert np.all(np.isfinite(reg.predict(X_test)))
+
+
+# -- the Poisson loss and DPPoissonRegressor -------------------------------------------------------
+offsets = st.floats(-5.0, 2.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(offsets, st.floats(-5.0, 5.0), st.floats(0.0, 50.0))
+def test_poisson_derivative_matches_finite_differences(offset, z, y):
+    loss, h = PoissonLoss(offset), 1e-5
+    numeric = (loss.value([z + h], [y]) - loss.value([z - h], [y])) / (2 * h)
+    np.testing.assert_allclose(loss.derivative([z], [y]), numeric, rtol=1e-6, atol=1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(offsets, st.floats(0.1, 3.0), st.floats(0.1, 3.0), st.floats(0.0, 20.0), st.integers(0, 2**32 - 1))
+def test_poisson_constants_hold_on_the_ball_and_are_attained(offset, B, R, B_y, seed):
+    rng = np.random.default_rng(seed)
+    loss = PoissonLoss(offset)
+    c = loss.constants(B, R, B_y)
+    assert c.lipschitz <= B * (math.exp(offset + R * B) + B_y)  # the centred bound, shifted
+    assert c.smoothness == pytest.approx(B**2 * math.exp(offset + R * B)) and c.holder_exponent == 1.0
+    x = rng.normal(size=(200, 3))
+    x *= B * rng.uniform(size=(200, 1)) ** 0.2 / np.linalg.norm(x, axis=1, keepdims=True)
+    w = rng.normal(size=3)
+    w *= R * rng.uniform() ** 0.2 / np.linalg.norm(w)
+    y = rng.uniform(0.0, B_y, size=200)
+    z = x @ w
+    assert np.all(np.abs(loss.derivative(z, y)) * np.linalg.norm(x, axis=1) <= c.lipschitz * (1 + 1e-12))
+    assert np.all(np.exp(z + offset) * np.linalg.norm(x, axis=1) ** 2 <= c.smoothness * (1 + 1e-12))
+    # attained at the two ends of the margins on a row of norm B
+    ends = np.abs(loss.derivative([R * B, -R * B], [0.0, B_y])) * B
+    assert np.max(ends) == pytest.approx(c.lipschitz)
+
+
+def test_poisson_is_unbounded_on_all_of_r_p():
+    c = PoissonLoss().constants(1.0, None, 1.0)
+    assert c.lipschitz == math.inf and c.smoothness == math.inf
+    assert get_loss("poisson", offset=0.5) == PoissonLoss(0.5)
+
+
+def test_poisson_default_window_tops_at_the_target_bound_where_l_is_b_times_b_y():
+    for y_bound in (50.0, "private"):
+        reg = DPPoissonRegressor(y_bound=y_bound, data_norm=2.0, feature_scaling=None)
+        B, B_y = reg._row_norm_bound, reg._target_bound
+        c = reg._make_loss().constants(B, reg._domain_radius, B_y)
+        assert reg._domain_radius * B == pytest.approx(POISSON_LOG_RANGE / 2)
+        assert c.lipschitz == pytest.approx(B * B_y) and c.smoothness == pytest.approx(B**2 * B_y)
+    # the private bound's scaled targets (B_y = sqrt 2): centred, the same ball costs exp(R B) / B_y more
+    centred = PoissonLoss().constants(B, reg._domain_radius, B_y)
+    assert centred.smoothness == pytest.approx(c.smoothness * math.exp(POISSON_LOG_RANGE / 2) / B_y)
+
+
+REGRESSION_ALGORITHMS = sorted(set(ALGORITHMS) - NOT_FOR_REGRESSION)
+
+
+@pytest.mark.parametrize("algorithm", REGRESSION_ALGORITHMS)
+def test_every_solver_keeps_the_poisson_model_in_the_public_ball(algorithm):
+    # the constants hold on the ball only: each solver's released parameter must lie in it
+    rng = np.random.default_rng(1)
+    n, B, R = 400, 1.0, 1.5
+    X = rng.normal(size=(n, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = rng.poisson(np.exp(X @ [2.0, -1.0, 0.5])).astype(float).clip(0, 10)
+    loss = PoissonLoss(offset=0.0)
+    problem = Problem(n_samples=n, coef_shape=(3,), loss=loss, constants=loss.constants(B, R, 10.0), radius=R,
+                      epsilon=50.0, delta=1e-5, l2_penalty=0.1 if algorithm in NEEDS_RIDGE else 0.0)
+    solver = ALGORITHMS[algorithm]
+    result = solver.run(solver.plan(problem), np.ascontiguousarray(X), y, problem, np.random.default_rng(0))
+    assert np.linalg.norm(result.coef) <= R * (1 + 1e-9)
+
+
+@pytest.fixture(scope="module")
+def randhie():
+    statsmodels = pytest.importorskip("statsmodels.datasets")
+    frame = statsmodels.randhie.load_pandas().data
+    X = frame[["lncoins", "idp", "lpi", "fmde", "physlm", "disea", "hlthg", "hlthf", "hlthp"]].to_numpy(float)
+    return train_test_split(X, frame["mdvis"].to_numpy(float), test_size=0.25, random_state=0)
+
+
+def test_poisson_beats_the_mean_on_raw_randhie_counts_with_one_event(randhie):
+    from sklearn.metrics import mean_poisson_deviance
+
+    X_train, X_test, y_train, y_test = randhie
+    accountant = PrivacyAccountant()
+    deviances = []
+    for seed in range(3):
+        reg = DPPoissonRegressor(random_state=seed, accountant=accountant).fit(X_train, y_train)
+        prediction = reg.predict(X_test)
+        assert np.all(prediction > 0)
+        deviances.append(mean_poisson_deviance(y_test, prediction))
+    assert len(accountant.history) == 3
+    assert np.mean(deviances) < mean_poisson_deviance(y_test, np.full_like(y_test, y_train.mean()))
+    assert reg.score(X_test, y_test) > 0  # D^2 of the last fit
+
+
+def test_poisson_target_scale_enters_the_intercept_as_its_log(randhie):
+    X_train, X_test, y_train, _ = randhie
+    fit = lambda y: DPPoissonRegressor(random_state=0, accountant=PrivacyAccountant()).fit(X_train, y)
+    base, scaled = fit(y_train), fit(8.0 * y_train)  # the released power of two is 8 times larger
+    assert scaled.y_bound_ == pytest.approx(8.0 * base.y_bound_)
+    np.testing.assert_allclose(scaled.coef_, base.coef_)
+    assert scaled.intercept_ == pytest.approx(base.intercept_ + math.log(8.0))
+    np.testing.assert_allclose(scaled.predict(X_test), 8.0 * base.predict(X_test), rtol=1e-9)
+
+
+def test_poisson_refuses_negative_targets_and_takes_a_public_bound(randhie):
+    X_train, _, y_train, _ = randhie
+    with pytest.raises(ValueError, match="non-negative"):
+        DPPoissonRegressor(accountant=PrivacyAccountant()).fit(X_train, y_train - 1.0)
+    public = DPPoissonRegressor(y_bound=30.0, random_state=0, accountant=PrivacyAccountant()).fit(X_train, y_train)
+    assert not hasattr(public, "y_bound_") and public.loss_.offset == pytest.approx(math.log(30.0) - POISSON_LOG_RANGE / 2)
+
+
+def test_poisson_accepts_weights_and_sparse_rows(randhie):
+    X_train, X_test, y_train, _ = randhie
+    weights = np.linspace(0.0, 1.0, len(y_train))
+    reg = DPPoissonRegressor(random_state=0, accountant=PrivacyAccountant()).fit(X_train, y_train, sample_weight=weights)
+    assert np.all(reg.predict(X_test) > 0)
+    reg = DPPoissonRegressor(random_state=0, accountant=PrivacyAccountant()).fit(sparse.csr_matrix(X_train), y_train)
+    assert np.all(np.isfinite(reg.predict(sparse.csr_matrix(X_test))))
