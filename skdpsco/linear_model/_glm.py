@@ -90,37 +90,6 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
     True
     """
 
-    def __init__(
-        self,
-        *,
-        epsilon=1.0,
-        delta="auto",
-        data_norm=None,
-        radius=None,
-        alpha=0.0,
-        fit_intercept=True,
-        algorithm="auto",
-        constraint="l2",
-        constraint_p=None,
-        step_scale=None,
-        solver_options=None,
-        random_state=None,
-        accountant=None,
-        verbose=0,
-        y_bound="private",
-        feature_scaling="standard",
-        max_weight=1.0,
-        secure_noise=None,
-    ):
-        super().__init__(
-            epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
-            fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
-            constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
-            random_state=random_state, accountant=accountant, verbose=verbose,
-            feature_scaling=feature_scaling, max_weight=max_weight, secure_noise=secure_noise,
-        )
-        self.y_bound = y_bound
-
     @property
     def _window(self) -> tuple[float, float]:
         """``(offset, radius)``: the log-mean window of :func:`skdpsco.defaults.poisson_window`,

@@ -31,6 +31,37 @@ class BaseDPRegressor(RegressorMixin, BaseDPLinearModel):
         "y_bound": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"private"})],
     }
 
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta="auto",
+        data_norm=None,
+        radius=None,
+        alpha=0.0,
+        fit_intercept=True,
+        algorithm="auto",
+        constraint="l2",
+        constraint_p=None,
+        step_scale=None,
+        solver_options=None,
+        random_state=None,
+        accountant=None,
+        verbose=0,
+        y_bound="private",
+        feature_scaling="standard",
+        max_weight=1.0,
+        secure_noise=None,
+    ):
+        super().__init__(
+            epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
+            fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
+            constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
+            random_state=random_state, accountant=accountant, verbose=verbose,
+            feature_scaling=feature_scaling, max_weight=max_weight, secure_noise=secure_noise,
+        )
+        self.y_bound = y_bound
+
     def fit(self, X, y, sample_weight=None):
         """Fit the private model.
 
@@ -232,12 +263,10 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
             fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
-            random_state=random_state,
-            accountant=accountant, verbose=verbose, feature_scaling=feature_scaling, max_weight=max_weight,
-            secure_noise=secure_noise,
+            random_state=random_state, accountant=accountant, verbose=verbose, y_bound=y_bound,
+            feature_scaling=feature_scaling, max_weight=max_weight, secure_noise=secure_noise,
         )
         self.p = p
-        self.y_bound = y_bound
         self.smoothing_width = smoothing_width
 
     def _make_loss(self):
