@@ -353,3 +353,14 @@ def test_poisson_accepts_weights_and_sparse_rows(randhie):
     assert np.all(reg.predict(X_test) > 0)
     reg = DPPoissonRegressor(random_state=0, accountant=PrivacyAccountant()).fit(sparse.csr_matrix(X_train), y_train)
     assert np.all(np.isfinite(reg.predict(sparse.csr_matrix(X_test))))
+
+
+@pytest.mark.parametrize("estimator", [DPHuberRegressor, DPQuantileRegressor, DPPoissonRegressor])
+def test_every_new_regressor_fits_dask_rows(estimator):
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 3))
+    y = rng.poisson(np.exp(0.5 + X @ [0.3, -0.2, 0.1])).astype(float)
+    accountant = PrivacyAccountant()
+    reg = estimator(random_state=0, accountant=accountant).fit(da.from_array(X, chunks=1000), da.from_array(y, chunks=1000))
+    assert len(accountant.history) == 1 and np.all(np.isfinite(reg.predict(X[:10])))
