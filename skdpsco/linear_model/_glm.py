@@ -56,27 +56,15 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
     intercept_ : float
         ``log E[y | x] = X @ coef_ + intercept_`` (on the clipped rows). It includes the public
         offset and ``log`` of the released target scale, also with ``fit_intercept=False``
         (where it is that fixed offset and nothing is fitted).
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Defined only when ``X`` has string feature names.
-    epsilon_, delta_ : float
-    dp_event_ : dp_accounting.DpEvent
-    algorithm_ : str
     loss_ : PoissonLoss
-    n_gradients_ : int
-    n_iter_ : ndarray of shape (1,), dtype int32
-    solver_info_ : dict
-    radius_ : float
-    y_bound_ : float
-        The released target bound (``y_bound='private'`` only).
-    data_norm_ : float
-    feature_scales_, row_norm_, standardisation_
-        As in :class:`~skdpsco.DPLogisticRegression`.
+    coef_, n_features_in_, feature_names_in_, epsilon_, delta_, dp_event_, \
+algorithm_, n_gradients_, n_iter_, solver_info_, radius_, y_bound_, data_norm_, feature_scales_, \
+row_norm_, standardisation_
+        As in :class:`~skdpsco.DPLpRegression`.
 
     Examples
     --------

@@ -57,27 +57,13 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Defined only when ``X`` has string feature names.
-    epsilon_, delta_ : float
-        The guarantee spent by this fit.
-    dp_event_ : dp_accounting.DpEvent
-    algorithm_ : str
     loss_ : HuberLoss
         The loss optimised, its ``epsilon`` the threshold in the units the solver reads (the
         targets divided by ``y_bound_ / sqrt(2)`` with ``y_bound='private'``).
-    n_gradients_ : int
-    n_iter_ : ndarray of shape (1,), dtype int32
-    solver_info_ : dict
-    radius_ : float
-    y_bound_ : float
-        The released target bound (``y_bound='private'`` only).
-    data_norm_ : float
-    feature_scales_, row_norm_, standardisation_
-        As in :class:`~skdpsco.DPLogisticRegression`.
+    coef_, intercept_, n_features_in_, feature_names_in_, epsilon_, delta_, dp_event_, \
+algorithm_, n_gradients_, n_iter_, solver_info_, radius_, y_bound_, data_norm_, feature_scales_, \
+row_norm_, standardisation_
+        As in :class:`~skdpsco.DPLpRegression`.
 
     See Also
     --------
@@ -170,26 +156,12 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Defined only when ``X`` has string feature names.
-    epsilon_, delta_ : float
-        The guarantee spent by this fit.
-    dp_event_ : dp_accounting.DpEvent
-    algorithm_ : str
     loss_ : MarginLoss
         The loss optimised: the pinball loss, or its Gaussian smoothing.
-    n_gradients_ : int
-    n_iter_ : ndarray of shape (1,), dtype int32
-    solver_info_ : dict
-    radius_ : float
-    y_bound_ : float
-        The released target bound (``y_bound='private'`` only).
-    data_norm_ : float
-    feature_scales_, row_norm_, standardisation_
-        As in :class:`~skdpsco.DPLogisticRegression`.
+    coef_, intercept_, n_features_in_, feature_names_in_, epsilon_, delta_, dp_event_, \
+algorithm_, n_gradients_, n_iter_, solver_info_, radius_, y_bound_, data_norm_, feature_scales_, \
+row_norm_, standardisation_
+        As in :class:`~skdpsco.DPLpRegression`.
 
     Examples
     --------
