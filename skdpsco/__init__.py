@@ -14,7 +14,7 @@ from .accounting import (
     get_accountant,
     set_accountant,
 )
-from .linear_model import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyWarning
+from .linear_model import DPHingeSVM, DPHuberRegressor, DPLogisticRegression, DPLpRegression, DPPoissonRegressor, DPQuantileRegressor, PrivacyWarning
 from .location import inverse_sensitivity_location
 from .model_selection import DPSearchCV
 from .preprocessing import DPStandardScaler
@@ -24,8 +24,11 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "BudgetExceededError",
     "DPHingeSVM",
+    "DPHuberRegressor",
     "DPLogisticRegression",
     "DPLpRegression",
+    "DPPoissonRegressor",
+    "DPQuantileRegressor",
     "DPSearchCV",
     "DPStandardScaler",
     "LedgerProcessError",

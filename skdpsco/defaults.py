@@ -260,6 +260,38 @@ def regression_radius(row_norm: float, y_bound: float) -> float:
     return REGRESSION_RANGE_FACTOR * y_bound / row_norm
 
 
+POISSON_LOG_RANGE = 6.0
+"""``W`` of :func:`poisson_window`: the default ball lets the fitted mean range over ``W`` natural
+orders of magnitude below the target bound (``exp(-6) = 1 / 403``). The Poisson loss's constants do
+not depend on it (:class:`skdpsco.losses.PoissonLoss`: ``L = B B_y``, ``beta = B**2 B_y`` with the
+window's top at ``log B_y``); the radius, hence the solvers' ``R L`` rates, grows with it. Measured
+on randhie, fair and star98 (``benchmarks/glm.py``; ``benchmarks/results/glm.md``)."""
+
+
+def poisson_window(row_norm: float, y_bound: float) -> tuple[float, float]:
+    """``(offset, radius)`` of the default domain of the Poisson loss: margins ``z + o`` in
+    ``[log B_y - W, log B_y]`` (``W``: :data:`POISSON_LOG_RANGE`), i.e. ``R = W / (2 B)`` and
+    ``o = log B_y - W / 2``.
+
+    The loss's constants grow as ``exp(o + R B)`` (:class:`skdpsco.losses.PoissonLoss`), so the
+    linear rule of :func:`regression_radius` (predictions up to twice the target bound around 0)
+    would cost ``exp(2 B_y)``. A log-linear model needs its log-means only below ``log B_y``: the
+    targets are clipped to ``B_y``, so the minimiser's mean ``E[y | x]`` never exceeds it. With the
+    window's top there, ``L = B max(B_y, B_y - B_y exp(-W)) = B B_y`` and ``beta = B**2 B_y``.
+    A public prior, not a bound on the best model.
+
+    Parameters
+    ----------
+    row_norm : float
+        ``B``: the norm bound of the rows the solver sees.
+    y_bound : float
+        ``B_y``: the bound on the targets the solver sees.
+    """
+    if not (0 < row_norm < math.inf and 0 < y_bound < math.inf):
+        raise ValueError(f"row_norm and y_bound must be finite and > 0; got {row_norm!r}, {y_bound!r}.")
+    return math.log(y_bound) - POISSON_LOG_RANGE / 2.0, POISSON_LOG_RANGE / (2.0 * row_norm)
+
+
 # -- Snowball-SGD ------------------------------------------------------------------------------------
 
 SNOWBALL_NOISE_MULTIPLIERS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)

@@ -58,6 +58,8 @@ __all__ = [
     "LossConstants",
     "MarginLoss",
     "MultinomialLogisticLoss",
+    "PinballLoss",
+    "PoissonLoss",
     "PowerLoss",
     "QHingeLoss",
     "SquaredHingeLoss",
@@ -503,6 +505,115 @@ class HuberLoss(MarginLoss):
 
 
 @dataclass(frozen=True)
+class PinballLoss(MarginLoss):
+    """Pinball (check) loss of quantile regression, ``r = y - z``, quantile ``q`` in ``(0, 1)``.
+
+    ``phi = q r_+ + (1 - q) (-r)_+ = max(q r, (q - 1) r)`` (Koenker & Bassett 1978, "Regression
+    quantiles", Econometrica 46(1), eq. 1.3): its minimiser over a constant is the ``q``-th
+    quantile of ``y``. In ``u = z - y``, ``phi = u_+ - q u``: a convex piecewise-linear link with
+    one kink (slope ``-q`` left of it, ``1 - q`` right), the form
+    :mod:`skdpsco.smoothing` smooths in closed form. ``phi'(z) = 1[u > 0] - q``, and
+    ``(1 - q) - q`` halfway, ``1/2 - q``, at the kink (``(sign(u) + 1) / 2 - q``: a valid
+    subgradient, in ``[-q, 1 - q]``). For ``q = 1/2`` it is half the absolute loss, derivative
+    included (:class:`PowerLoss` with ``p = 1``).
+
+    Constants [derived; the chain rule of the module docstring]:
+
+    * ``L = B max(q, 1 - q)`` on every domain: ``|phi'| <= max(q, 1 - q)``, and both slopes are
+      reached by rows of norm ``B`` (a residual of either sign, ``|z| <= R B`` with ``R > 0``).
+    * not differentiable: ``smoothness = None``; ``alpha = 0`` and ``H = B``: two subgradients at
+      one row differ by at most the jump ``(1 - q) - (-q) = 1`` times ``||x||``
+      (``spec/wang_holder.md`` §1.3, as for the hinge loss; the absolute loss's jump is 2).
+
+    Growth: none guaranteed (``growth = None``); like the absolute loss it is sharp on
+    noiseless data.
+
+    Parameters
+    ----------
+    quantile : float
+        ``q`` in ``(0, 1)``.
+    """
+
+    quantile: float
+    name = "pinball"
+    task = "regression"
+
+    def __post_init__(self):
+        q = _check_real(self.quantile, "quantile", 0.0, 1.0, low_open=True, high_open=True)
+        object.__setattr__(self, "quantile", q)
+
+    def value(self, z, y):
+        # u_+ - q u, u = z - y: the arithmetic of the smoothed link's value, so that
+        # phi <= phi_s holds exactly in floating point (skdpsco.smoothing)
+        u = -_residual(z, y)
+        return np.maximum(u, 0.0) - self.quantile * u
+
+    def derivative(self, z, y):
+        return 0.5 * (np.sign(-_residual(z, y)) + 1.0) - self.quantile
+
+    def _constants(self, B, R, B_y):
+        return LossConstants(B * max(self.quantile, 1.0 - self.quantile), None, 0.0, B, None)
+
+
+@dataclass(frozen=True)
+class PoissonLoss(MarginLoss):
+    """Poisson regression loss with the log link and a public offset, counts ``y >= 0``.
+
+    ``phi(z, y) = exp(z + o) - y (z + o)``: the negative log-likelihood of
+    ``y ~ Poisson(exp(z + o))`` up to ``log(y!)`` (McCullagh & Nelder 1989, *Generalized Linear
+    Models*, §6.2; scikit-learn's ``PoissonRegressor`` minimises half the deviance, which differs
+    from it by a function of ``y`` alone), with ``o`` a public offset of the log-mean (the GLM
+    offset of McCullagh & Nelder §6.2.3). Convex, ``phi'(z) = exp(z + o) - y``,
+    ``phi''(z) = exp(z + o)``. Neither is bounded on the real line, so the loss is Lipschitz and
+    smooth **only on a bounded domain**: on the ball ``||w|| <= R`` with rows ``||x|| <= B``,
+    ``|z| <= R B`` (Cauchy-Schwarz), and [derived; the chain rule of the module docstring]
+
+    * ``L = B max(exp(o + R B), B_y - exp(o - R B))``: ``phi'`` increases in ``z`` and decreases
+      in ``y``, so over ``|z| <= R B``, ``0 <= y <= B_y`` it lies in
+      ``[exp(o - R B) - B_y, exp(o + R B)]``; attained at ``||x|| = B``. For ``o = 0`` it is at
+      most ``B (exp(R B) + B_y)``.
+    * ``beta = B**2 exp(o + R B)`` (``sup phi''`` on the reachable margins), ``alpha = 1``,
+      ``H = beta``.
+    * ``L = beta = inf`` on ``R^p`` (``radius=None``): the solvers need the public ball and
+      project onto it, so that their iterates stay where the constants hold.
+
+    With ``o = 0`` both grow as ``exp(R B)``. The offset moves the window of log-means
+    ``[o - R B, o + R B]`` the ball can express; :class:`~skdpsco.DPPoissonRegressor` puts its top
+    at ``log B_y`` (a mean above the largest target is never the best fit), where ``L = B B_y``
+    and ``beta = B**2 B_y`` whatever the width of the window.
+
+    Growth: none guaranteed (``growth = None``).
+
+    Parameters
+    ----------
+    offset : float, default=0.0
+        The public offset ``o`` added to every margin.
+    """
+
+    offset: float = 0.0
+    name = "poisson"
+    task = "regression"
+
+    def __post_init__(self):
+        offset = _check_real(self.offset, "offset", -math.inf, math.inf, low_open=True, high_open=True)
+        object.__setattr__(self, "offset", offset)
+
+    def value(self, z, y):
+        z = np.asarray(z, dtype=np.float64) + self.offset
+        return np.exp(z) - np.asarray(y, dtype=np.float64) * z
+
+    def derivative(self, z, y):
+        return np.exp(np.asarray(z, dtype=np.float64) + self.offset) - np.asarray(y, dtype=np.float64)
+
+    def _constants(self, B, R, B_y):
+        if math.isinf(R):
+            return LossConstants(math.inf, math.inf, 1.0, math.inf, None)
+        top, bottom = math.exp(self.offset + R * B), math.exp(self.offset - R * B)
+        beta = B**2 * top
+        return LossConstants(B * max(top, B_y - bottom), beta, 1.0, beta, None)
+
+
+@dataclass(frozen=True)
 class WeightedLoss(MarginLoss):
     """A loss whose rows carry relative weights: ``c phi(z, y)`` with ``c`` in ``[0, 1]``.
 
@@ -595,6 +706,8 @@ _LOSSES = {
         QHingeLoss,
         PowerLoss,
         HuberLoss,
+        PinballLoss,
+        PoissonLoss,
     )
 }
 
@@ -607,7 +720,8 @@ def get_loss(name: str, **params) -> MarginLoss:
     name : str
         One of ``"logistic"``, ``"multinomial_logistic"`` (``n_classes``), ``"hinge"``,
         ``"squared_hinge"``, ``"q_hinge"`` (``q``), ``"power"`` (``p``), ``"huber"``
-        (``epsilon``).
+        (``epsilon``), ``"pinball"`` (``quantile``),
+        ``"poisson"`` (``offset``).
     **params
         The constructor arguments of that loss, all required.
 

@@ -21,6 +21,7 @@ base loss                      ``u``                      ``J``  ``a``
 =============================  =========================  =====  =====
 hinge ``(1 - y z)_+``          ``1 - y z``                1      0
 absolute ``|y - z|`` (p = 1)   ``z - y``                  2      -1
+pinball, quantile ``q``        ``z - y``                  1      -q
 =============================  =========================  =====  =====
 
 With ``t = u / s``, ``Phi`` and ``varphi`` the standard normal cdf and pdf,
@@ -29,13 +30,14 @@ With ``t = u / s``, ``Phi`` and ``varphi`` the standard normal cdf and pdf,
 
 * value ``phi_s = J (u Phi(t) + s varphi(t)) + a u`` (hinge: ``u Phi(t) + s varphi(t)``;
   absolute: ``u (2 Phi(t) - 1) + 2 s varphi(t)``);
-* ``d phi_s / du = J Phi(t) + a`` (hinge ``Phi(t)``, absolute ``2 Phi(t) - 1``), and
+* ``d phi_s / du = J Phi(t) + a`` (hinge ``Phi(t)``, absolute ``2 Phi(t) - 1``, pinball
+  ``Phi(t) - q``; in the residual ``r = y - z``, ``d phi_s / dr = Phi(r / s) - (1 - q)``), and
   ``d phi_s / dz = (du/dz) d phi_s / du``;
 * ``d^2 phi_s / dz^2 = J varphi(t) / s`` ``> 0`` (convex), at most ``J varphi(0) / s``
-  (hinge ``1 / (s sqrt(2 pi))``, absolute ``sqrt(2 / pi) / s``) [derived];
+  (hinge and pinball ``1 / (s sqrt(2 pi))``, absolute ``sqrt(2 / pi) / s``) [derived];
 * ``phi_s - phi = J s G(-|t|)`` with ``G(t) = t Phi(t) + varphi(t)`` [derived, from
   ``G(t) - G(-t) = t``]: positive, decreasing in ``|u|``, so
-  ``phi <= phi_s <= phi + J s varphi(0)`` (hinge ``s / sqrt(2 pi)``, absolute
+  ``phi <= phi_s <= phi + J s varphi(0)`` (hinge and pinball ``s / sqrt(2 pi)``, absolute
   ``s sqrt(2 / pi)``), the equality at the kink (§B10: ``f <= f_hat <= f + error``, one error
   term in the excess risk).
 
@@ -80,6 +82,7 @@ from .losses import (
     HingeLoss,
     LossConstants,
     MarginLoss,
+    PinballLoss,
     PowerLoss,
     _binary,
     _check_real,
@@ -179,6 +182,8 @@ def _link_of(base) -> _KinkedLink:
         return _HINGE
     if type(base) is PowerLoss and base.p == 1.0:
         return _ABSOLUTE
+    if type(base) is PinballLoss:
+        return _KinkedLink(1.0, -base.quantile, _absolute_u, _absolute_range)
     if not isinstance(base, MarginLoss):
         raise ValueError(f"base must be a skdpsco.losses.MarginLoss; got {base!r}.")
     # smoothness is None / finite / inf on every domain; the bounds only fix the numbers
@@ -196,13 +201,13 @@ def _link_of(base) -> _KinkedLink:
         )
     raise ValueError(
         f"No closed-form Gaussian smoothing is implemented for {base!r}; supported bases are "
-        "HingeLoss() and PowerLoss(1) (absolute loss)."
+        "HingeLoss(), PowerLoss(1) (absolute loss) and PinballLoss(q)."
     )
 
 
 @dataclass(frozen=True)
 class GaussianSmoothedLoss(MarginLoss):
-    """Gaussian convolution of a hinge or absolute loss, with exact value and derivative.
+    """Gaussian convolution of a hinge, absolute or pinball loss, with exact value and derivative.
 
     ``phi_s(z, y) = E_{g ~ N(0, width**2)} phi(z + g, y)`` in closed form (module docstring,
     ``spec/feldman.md`` §B10). A :class:`~skdpsco.losses.MarginLoss` of the same ``task`` as
@@ -213,11 +218,12 @@ class GaussianSmoothedLoss(MarginLoss):
     ``U(t)`` of ``u`` growing with ``t``, so every supremum is attained at ``t = B``]:
 
     * ``L = B sup_{u in U(B)} |J Phi(u / s) + a|`` (monotone in ``u``: the larger endpoint
-      value): hinge ``B Phi((1 + B R) / s)``, absolute ``B (2 Phi((B_y + B R) / s) - 1)``;
-      ``B`` on ``R^p``; never above the base's ``L = B``.
+      value): hinge ``B Phi((1 + B R) / s)``, absolute ``B (2 Phi((B_y + B R) / s) - 1)``,
+      pinball ``B max(Phi(m / s) - q, q - Phi(-m / s))`` with ``m = B_y + B R``; the base's
+      ``L`` on ``R^p`` and never above it.
     * ``beta = B**2 sup_{u in U(B)} J varphi(u / s) / s = B**2 J varphi(dist(0, U(B)) / s) / s``:
-      ``B**2 J varphi(0) / s`` once the kink is reachable (always for the absolute loss,
-      ``B R >= 1`` for the hinge), ``B**2 varphi((1 - B R) / s) / s`` for the hinge with
+      ``B**2 J varphi(0) / s`` once the kink is reachable (always for the absolute and pinball
+      losses, ``B R >= 1`` for the hinge), ``B**2 varphi((1 - B R) / s) / s`` for the hinge with
       ``B R < 1``. It is the Lipschitz constant of ``grad_w f_s`` on the ball, and a gradient
       step acts on the 1-D margin direction only, so ``eta <= 2 / beta`` makes it
       non-expansive on the ball (FMTT Prop. 18 applied along ``x``). ``beta`` scales as
@@ -227,7 +233,8 @@ class GaussianSmoothedLoss(MarginLoss):
     Parameters
     ----------
     base : MarginLoss
-        :class:`~skdpsco.losses.HingeLoss` or :class:`~skdpsco.losses.PowerLoss` with ``p = 1``.
+        :class:`~skdpsco.losses.HingeLoss`, :class:`~skdpsco.losses.PowerLoss` with ``p = 1``
+        or :class:`~skdpsco.losses.PinballLoss`.
     width : float
         Standard deviation ``s > 0`` of the Gaussian, in margin units; see
         :func:`default_smoothing_width`.
@@ -270,7 +277,7 @@ class GaussianSmoothedLoss(MarginLoss):
     def approximation_error(self, y_bound: float | None = None) -> float:
         """``sup |phi_s - phi|`` per row: ``J width varphi(0)``, attained at the kink.
 
-        Hinge ``width / sqrt(2 pi)``, absolute ``width sqrt(2 / pi)`` (``spec/feldman.md`` §B10,
+        Hinge and pinball ``width / sqrt(2 pi)``, absolute ``width sqrt(2 / pi)`` (``spec/feldman.md`` §B10,
         "GLM smoothing"). Since ``phi <= phi_s <= phi + error`` row by row, a minimiser of the
         smoothed risk has excess (unsmoothed) risk at most its smoothed excess risk plus this
         error: ``F(w) - F* <= [F_s(w) - F_s*] + error``.
@@ -299,7 +306,7 @@ def smooth(loss: MarginLoss, width: float) -> GaussianSmoothedLoss:
     Parameters
     ----------
     loss : MarginLoss
-        Hinge loss or absolute loss (``PowerLoss(1)``).
+        Hinge loss, absolute loss (``PowerLoss(1)``) or pinball loss.
     width : float
         ``s > 0``; :func:`default_smoothing_width` gives a rate-balancing default.
 
@@ -331,7 +338,7 @@ def default_smoothing_width(
     ``R L r`` with ``r = 1 / sqrt(n) + sqrt(p ln(1 / delta)) / (epsilon n)`` (FKT20 Thm 1.1 in
     (epsilon, delta) form, ``spec/feldman.md`` §A5, up to a constant factor), ``L = B L_phi``
     the base loss's Lipschitz constant (``L_phi = sup |phi'| = 1`` for hinge and absolute
-    loss). Optimising the smoothed loss adds the error ``e s`` with ``e = J varphi(0)``
+    loss, ``max(q, 1 - q)`` for the pinball loss). Optimising the smoothed loss adds the error ``e s`` with ``e = J varphi(0)``
     (:meth:`GaussianSmoothedLoss.approximation_error`; ``§B10``). Setting ``e s = R L r`` and
     solving for ``s``:
 
@@ -361,7 +368,7 @@ def default_smoothing_width(
     data_norm, radius : float
         Public bounds ``B`` on ``||x||`` and ``R`` on ``||w||`` (a bounded domain is needed).
     base_loss : MarginLoss
-        The loss to be smoothed (hinge or absolute loss).
+        The loss to be smoothed (hinge, absolute or pinball loss).
 
     Returns
     -------

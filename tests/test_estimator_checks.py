@@ -3,7 +3,7 @@ import warnings
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyWarning
+from skdpsco import DPHingeSVM, DPHuberRegressor, DPLogisticRegression, DPLpRegression, DPPoissonRegressor, DPQuantileRegressor, PrivacyWarning
 
 SKIPPED_BY_SCIKIT_LEARN = (
     # scikit-learn skips these itself when optional packages are absent; neither is a privacy matter.
@@ -57,7 +57,8 @@ def expected_failed_checks(estimator) -> dict:
 
 
 @parametrize_with_checks(
-    [DPLogisticRegression(), DPHingeSVM(), DPLpRegression(), DPLpRegression(p=1.0)],
+    [DPLogisticRegression(), DPHingeSVM(), DPLpRegression(), DPLpRegression(p=1.0), DPHuberRegressor(),
+     DPQuantileRegressor(), DPQuantileRegressor(quantile=0.9), DPPoissonRegressor()],
     expected_failed_checks=expected_failed_checks,
     xfail_strict=True,  # a check that starts passing is news: drop its entry
 )

@@ -24,8 +24,11 @@ from _audits import audit_params, check_audit
 from benchmarks.audits import AUDITS, run_audit
 from skdpsco import (
     DPHingeSVM,
+    DPHuberRegressor,
     DPLogisticRegression,
     DPLpRegression,
+    DPPoissonRegressor,
+    DPQuantileRegressor,
     DPSearchCV,
     DPStandardScaler,
     PrivacyAccountant,
@@ -64,6 +67,12 @@ def regression(n=300, seed=0, kink=0.0):
     return X, y
 
 
+def counts(n=300, seed=0):
+    """Poisson counts of a log-linear model in the rows of :func:`regression`."""
+    X, _ = regression(n, seed)
+    return X, np.random.default_rng(seed).poisson(np.exp(1.0 + X @ [0.8, -0.5, 0.3])).astype(float)
+
+
 def fitted(make, X, y, sample_weight=None, **params):
     model = make(accountant=PrivacyAccountant(), **params)
     return model.fit(X, y) if sample_weight is None else model.fit(X, y, sample_weight=sample_weight)
@@ -85,6 +94,9 @@ ESTIMATORS = {
                         lambda: classification(n_classes=3)),
     "lad_smoothed": (lambda **more: DPLpRegression(p=1.0, random_state=3, **more), regression),
     "least_squares_private_y_bound": (lambda **more: DPLpRegression(random_state=3, **more), regression),
+    "huber": (lambda **more: DPHuberRegressor(random_state=3, **more), regression),
+    "quantile_smoothed": (lambda **more: DPQuantileRegressor(quantile=0.7, random_state=3, **more), regression),
+    "poisson": (lambda **more: DPPoissonRegressor(random_state=3, **more), lambda: counts()),
 }
 
 
@@ -301,7 +313,8 @@ def test_n_iter_counts_the_planned_passes_per_model():
 
 
 @pytest.mark.parametrize("estimator", [DPLogisticRegression(max_weight=10.0), DPHingeSVM(max_weight=10.0),
-                                       DPLpRegression(max_weight=10.0)])
+                                       DPLpRegression(max_weight=10.0), DPHuberRegressor(max_weight=10.0),
+                                       DPQuantileRegressor(max_weight=10.0), DPPoissonRegressor(max_weight=10.0)])
 def test_scikit_learn_weight_checks_pass_when_max_weight_bounds_their_weights(estimator):
     check_sample_weights_list(type(estimator).__name__, estimator)
     check_sample_weights_not_overwritten(type(estimator).__name__, estimator)

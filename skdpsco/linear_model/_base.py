@@ -38,7 +38,7 @@ from ..accounting import (
     gaussian_noise_multiplier,
 )
 from ..accounting._ledger import CarriesDefaultLedger, charge_fit
-from ..losses import PowerLoss, WeightedLoss, weighted_targets
+from ..losses import PinballLoss, PowerLoss, WeightedLoss, weighted_targets
 from ..solvers import ALGORITHMS, WEIGHTED_ALGORITHMS, Problem, select_algorithm
 from ..solvers._core import (
     _refuse_non_finite,
@@ -844,6 +844,9 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
           multiplies the epochs by ``1 / (kappa_lower - 1)``; a function with growth ``p < 1.5``
           also has 1.5-growth on the bounded domain (nesting, §1.4). With ``alpha > 0`` the ridge
           term adds 2-growth, which ``max(p, 1.5) <= 2`` still lower-bounds.
+        * the pinball loss (:class:`~skdpsco.losses.PinballLoss`, ``DPQuantileRegressor``):
+          :data:`KAPPA_LOWER_FLOOR`, as ``p = 1`` (it is sharp for the same reason: piecewise
+          linear, with one kink at the conditional quantile).
         * every other loss: 2, the growth of the ridge-penalised (``alpha > 0``) strongly convex
           objective (§1.5, §6 "Defaults"); without a penalty no growth is guaranteed and 2 is the
           spec's default.
@@ -851,6 +854,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         loss = self._make_loss()
         if isinstance(loss, PowerLoss):
             return max(float(loss.p), KAPPA_LOWER_FLOOR)
+        if isinstance(loss, PinballLoss):
+            return KAPPA_LOWER_FLOOR
         return 2.0
 
     def _store_coef(self, coef: np.ndarray) -> None:

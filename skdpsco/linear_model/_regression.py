@@ -7,7 +7,6 @@ import numbers
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..defaults import regression_radius
 from ..losses import PowerLoss
@@ -16,7 +15,133 @@ from . import _bounds
 from ._base import BaseDPLinearModel, SmoothingMixin
 
 
-class DPLpRegression(SmoothingMixin, RegressorMixin, BaseDPLinearModel):
+class BaseDPRegressor(RegressorMixin, BaseDPLinearModel):
+    """Base of the private linear regressors: the target bound and the linear prediction.
+
+    Targets are clipped to ``[-y_bound, y_bound]`` inside ``fit`` (a per-row map: no privacy
+    cost), with a bound released privately by default (``y_bound='private'``, :mod:`._bounds`).
+    The default radius (:func:`skdpsco.defaults.regression_radius`) lets predictions reach
+    twice the target bound. Subclasses define the loss (:meth:`_make_loss`); those whose
+    targets or predictions are not ``<w, x>`` on the real line override
+    :meth:`_encode_targets`, :meth:`_fold_scaling` and :meth:`predict`.
+    """
+
+    _parameter_constraints: dict = {
+        **BaseDPLinearModel._parameter_constraints,
+        "y_bound": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"private"})],
+    }
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta="auto",
+        data_norm=None,
+        radius=None,
+        alpha=0.0,
+        fit_intercept=True,
+        algorithm="auto",
+        constraint="l2",
+        constraint_p=None,
+        step_scale=None,
+        solver_options=None,
+        random_state=None,
+        accountant=None,
+        verbose=0,
+        y_bound="private",
+        feature_scaling="standard",
+        max_weight=1.0,
+        secure_noise=None,
+    ):
+        super().__init__(
+            epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
+            fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
+            constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
+            random_state=random_state, accountant=accountant, verbose=verbose,
+            feature_scaling=feature_scaling, max_weight=max_weight, secure_noise=secure_noise,
+        )
+        self.y_bound = y_bound
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the private model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask.array.Array, dask.dataframe.DataFrame} of shape (n_samples, n_features)
+            Training rows, dense, scipy sparse or a Dask collection, as in
+            :meth:`DPLogisticRegression.fit <skdpsco.DPLogisticRegression.fit>` (which algorithms
+            run on each, and what the order of a Dask collection's partitions does).
+        y : array-like of shape (n_samples,)
+            Targets; clipped to the target bound.
+        sample_weight : array-like of shape (n_samples,), float or None, default=None
+            Non-negative weight of each row's loss (scikit-learn's semantics), each at most
+            ``max_weight``; a larger one is an error. ``None``: the unweighted fit.
+
+        Returns
+        -------
+        self : object
+        """
+        self._fit_private(X, y, sample_weight)
+        return self
+
+    @property
+    def _domain_radius(self) -> float:
+        if self.radius is None:
+            return regression_radius(self._row_norm_bound, self._target_bound)
+        return float(self.radius)
+
+    @property
+    def _private_target_bound(self) -> bool:
+        return self.y_bound == "private"
+
+    @property
+    def _target_bound(self) -> float:
+        """Bound on the targets the solver reads: ``y_bound``, or with ``'private'``
+        :data:`~._bounds.SCALED_BOUND` (the targets are divided by a released power of two)."""
+        return _bounds.SCALED_BOUND if self._private_target_bound else float(self.y_bound)
+
+    def _encode_targets(self, y):
+        y = y.astype(float) if is_dask(y) else np.asarray(y, dtype=float)
+        if self._private_target_bound:  # clipped to the released bound inside fit
+            return y
+        return np.clip(y, -float(self.y_bound), float(self.y_bound))
+
+    def _loss_bounds(self):
+        return {"y_bound": self._target_bound}
+
+    def _store_coef(self, coef):
+        super()._store_coef(coef)
+        self.coef_ = self.coef_.ravel()
+        self.intercept_ = float(self.intercept_[0])
+
+    def _margins(self, X):
+        """``clip(X) @ coef_ + intercept_``, each row mapped as in ``fit`` (``_clipped``)."""
+        return self._clipped(X) @ self.coef_ + self.intercept_
+
+    def predict(self, X):
+        """Predicted targets ``clip(X) @ coef_ + intercept_``, each row mapped as in ``fit``
+        (clipped to ``row_norm_`` after ``feature_scales_``, then standardised and clipped with
+        ``standardisation_``; see ``_clipped``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._margins(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        # Privacy noise limits the fit on the small datasets of the common checks.
+        tags.regressor_tags.poor_score = True
+        return tags
+
+
+class DPLpRegression(SmoothingMixin, BaseDPRegressor):
     """Linear regression minimising ``|y - <w, x>|^p`` under (epsilon, delta)-differential privacy.
 
     ``p=2`` is least squares, ``p=1`` least absolute deviations (a private median regression,
@@ -111,10 +236,8 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
     """
 
     _parameter_constraints: dict = {
-        **BaseDPLinearModel._parameter_constraints,
-        "radius": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        **BaseDPRegressor._parameter_constraints,
         "p": [Interval(numbers.Real, 1, 2, closed="both")],
-        "y_bound": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"private"})],
         "smoothing_width": [Interval(numbers.Real, 0, None, closed="neither"), None],
     }
 
@@ -146,87 +269,11 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
             fit_intercept=fit_intercept, algorithm=algorithm, constraint=constraint,
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
-            random_state=random_state,
-            accountant=accountant, verbose=verbose, feature_scaling=feature_scaling, max_weight=max_weight,
-            secure_noise=secure_noise,
+            random_state=random_state, accountant=accountant, verbose=verbose, y_bound=y_bound,
+            feature_scaling=feature_scaling, max_weight=max_weight, secure_noise=secure_noise,
         )
         self.p = p
-        self.y_bound = y_bound
         self.smoothing_width = smoothing_width
-
-    def fit(self, X, y, sample_weight=None):
-        """Fit the private model.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask.array.Array, dask.dataframe.DataFrame} of shape (n_samples, n_features)
-            Training rows, dense, scipy sparse or a Dask collection, as in
-            :meth:`DPLogisticRegression.fit <skdpsco.DPLogisticRegression.fit>` (which algorithms
-            run on each, and what the order of a Dask collection's partitions does).
-        y : array-like of shape (n_samples,)
-            Targets; clipped to ``[-y_bound, y_bound]``.
-        sample_weight : array-like of shape (n_samples,), float or None, default=None
-            Non-negative weight of each row's loss (scikit-learn's semantics), each at most
-            ``max_weight``; a larger one is an error. ``None``: the unweighted fit.
-
-        Returns
-        -------
-        self : DPLpRegression
-        """
-        self._fit_private(X, y, sample_weight)
-        return self
-
-    @property
-    def _domain_radius(self) -> float:
-        if self.radius is None:
-            return regression_radius(self._row_norm_bound, self._target_bound)
-        return float(self.radius)
-
-    @property
-    def _private_target_bound(self) -> bool:
-        return self.y_bound == "private"
-
-    @property
-    def _target_bound(self) -> float:
-        """Bound on the targets the solver reads: ``y_bound``, or with ``'private'``
-        :data:`~._bounds.SCALED_BOUND` (the targets are divided by a released power of two)."""
-        return _bounds.SCALED_BOUND if self._private_target_bound else float(self.y_bound)
-
-    def _encode_targets(self, y):
-        y = y.astype(float) if is_dask(y) else np.asarray(y, dtype=float)
-        if self._private_target_bound:  # clipped to the released bound inside fit
-            return y
-        return np.clip(y, -float(self.y_bound), float(self.y_bound))
 
     def _make_loss(self):
         return PowerLoss(p=float(self.p))
-
-    def _loss_bounds(self):
-        return {"y_bound": self._target_bound}
-
-    def _store_coef(self, coef):
-        super()._store_coef(coef)
-        self.coef_ = self.coef_.ravel()
-        self.intercept_ = float(self.intercept_[0])
-
-    def predict(self, X):
-        """Predicted targets ``clip(X) @ coef_ + intercept_``, each row mapped as in ``fit``
-        (clipped to ``row_norm_`` after ``feature_scales_``, then standardised and clipped with
-        ``standardisation_``; see ``_clipped``).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self._clipped(X) @ self.coef_ + self.intercept_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        # Privacy noise limits the fit on the small datasets of the common checks.
-        tags.regressor_tags.poor_score = True
-        return tags

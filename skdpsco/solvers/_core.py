@@ -629,9 +629,12 @@ def kernel_loss(loss) -> tuple[int, float] | None:
     if kind is HuberLoss:
         return codes["huber"], loss.epsilon
     if kind is GaussianSmoothedLoss:
-        base = "smooth_hinge" if type(loss.base) is HingeLoss else "smooth_absolute"
-        return codes[base], loss.width
-    return None
+        base = type(loss.base)
+        if base is HingeLoss:
+            return codes["smooth_hinge"], loss.width
+        if base is PowerLoss:  # p = 1, the only power GaussianSmoothedLoss accepts
+            return codes["smooth_absolute"], loss.width
+    return None  # e.g. the smoothed pinball loss (two parameters): the numpy reference runs it
 
 
 def uses_kernel(gradient, batches, w0) -> bool:
