@@ -1,4 +1,4 @@
-"""Dask collections in ``fit`` (issue 16 item 2): the data-dependent work as per-block sums.
+"""Dask collections in ``fit``: the data-dependent work as per-block sums.
 
 Imported only when ``fit`` receives a Dask collection (:func:`skdpsco.solvers._core.is_dask`,
 duck-typed, never imports Dask): Dask is an optional extra (``pip install skdpsco[dask]``) that

@@ -1,4 +1,4 @@
-"""Secure mode (issue 17): a cryptographically secure noise source, and single noisy releases
+"""Secure mode: a cryptographically secure noise source, and single noisy releases
 immune to floating-point attacks.
 
 ``skdpsco.set_config(secure_noise=True)`` (or ``with skdpsco.config_context(secure_noise=True)``)

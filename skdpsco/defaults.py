@@ -71,7 +71,7 @@ worse on every validation problem whose optimum lies strictly inside the ball.""
 
 MAX_NOISY_GD_STEPS = 2000
 """Public cap on the number of full-batch steps (compute: ``T n`` gradients). It does not bind on
-the validation grid nor on the benchmark grid of issue 9 (largest ``T`` chosen there: 1475, at
+the validation grid nor on the benchmark grid of ``benchmarks/goal.py`` (largest ``T`` chosen there: 1475, at
 ``n = 1e5``, ``epsilon = 3``, ``p = 21``; the uncapped optimum of the risk model is within 0.02%)."""
 
 _HORIZON_GRID = 400

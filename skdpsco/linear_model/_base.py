@@ -125,7 +125,7 @@ def _generator(random_state, secure_noise: bool | None = None) -> np.random.Gene
     256 bits drawn from it (``bytes(32)``, which advances it as scikit-learn's
     ``check_random_state`` users expect) into a ``SeedSequence``. Never a 31- or 32-bit seed:
     noise that is a function of 32 bits can be found by brute force by whoever knows the other
-    rows (issue 18).
+    rows.
     """
     if secure_mode(secure_noise):
         check_random_state_unset(random_state)

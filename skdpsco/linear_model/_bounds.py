@@ -1,4 +1,4 @@
-"""Private bounds inside ``fit``: ``data_norm='private'`` and ``y_bound='private'`` (issue 19).
+"""Private bounds inside ``fit``: ``data_norm='private'`` and ``y_bound='private'``.
 
 A clip bound that the user cannot state is bought with a small public share of the budget
 (:data:`BOUND_SHARE`; for the row bound :func:`row_bound_share`, the least that resolves an order
@@ -100,7 +100,7 @@ def row_bound_share(n_samples: int, *, gaussian_mu: float | None = None, pure_ep
     of the norms towards their largest, and a row above the bound is shrunk onto it with its
     direction and its target kept (``predict`` shrinks it alike). On ``digits`` at epsilon 1
     (every row norm in one order) the fixed cap cost more accuracy against the true bound than
-    issue 19's tolerance, this share did not (``benchmarks/results/private_bounds.md``); on few
+    the tolerance of ``benchmarks/private_bounds.py`` (0.01), this share did not (``benchmarks/results/private_bounds.md``); on few
     rows the cap binds, as on every tuning set (``private_bounds_validation.md``). The target
     bound keeps the cap: a target above its bound is a wrong target, whose bias no number of rows
     removes (this rule for ``|y|`` lost the synthetic least-squares cells of

@@ -1,4 +1,4 @@
-"""Private feature scaling inside ``fit`` (issue 15): find each feature's order of magnitude,
+"""Private feature scaling inside ``fit``: find each feature's order of magnitude,
 standardise the clipped rows with noisy per-feature means and second moments, then train on the
 standardised rows, bounded again.
 
@@ -248,7 +248,7 @@ def divide_by_powers_of_two(X: np.ndarray, scales: np.ndarray, out: np.ndarray |
     exceed the float range is divided by a further power of two first (the same for its every
     entry, so its direction is kept). The rows are clipped to a bound far below ``2**900``
     afterwards, which makes the two the same; without this a single finite row could make ``fit``
-    raise on one dataset and not on its neighbour, an unaccounted release (issue 15's audit).
+    raise on one dataset and not on its neighbour, an unaccounted release.
 
     Exact: a product by a power of two only changes the exponent (correctly rounded, as
     ``np.ldexp``, where the result is subnormal). A CSR ``X`` keeps its sparsity pattern
