@@ -169,16 +169,25 @@ def main(argv=None) -> None:
     records = []
     for n, d in SIZES[mode]:
         for badly_scaled in (False, True):
-            records.extend(cell(n, d, badly_scaled, args.repeats))
-            print(table(records[-1:]).splitlines()[-1], flush=True)
-    name = "engine" if mode == "full" else "engine_quick"
-    text = (f"# The one-pass engine's goals ({mode})\n\n`python -m benchmarks.engine{' --quick' if args.quick else ''}`"
-            f", {time.perf_counter() - started:.0f} s; best of {args.repeats} fits after a warm-up. "
-            "A ratio above its goal is marked ✗.\n\n" + table(records) + "\n")
+            rows = cell(n, d, badly_scaled, args.repeats)
+            records.extend(rows)
+            print("\n".join(table(rows).splitlines()[2:]), flush=True)
+            write(records, mode, args.repeats, time.perf_counter() - started)  # a cut-short run keeps its cells
+    print((RESULTS / f"{_name(mode)}.md").read_text())
+
+
+def _name(mode: str) -> str:
+    return "engine" if mode == "full" else "engine_quick"
+
+
+def write(records: list[dict], mode: str, repeats: int, seconds: float) -> None:
+    """The table and the records of the cells measured so far, under ``benchmarks/results/``."""
+    text = (f"# The one-pass engine's goals ({mode})\n\n`python -m benchmarks.engine{' --quick' if mode == 'quick' else ''}`"
+            f", {seconds:.0f} s; best of {repeats} fits after a warm-up. A ratio above its goal is marked ✗.\n\n"
+            + table(records) + "\n")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{name}.md").write_text(text)
-    (RESULTS / f"{name}.json").write_text(json.dumps(records, indent=1))
-    print(text)
+    (RESULTS / f"{_name(mode)}.md").write_text(text)
+    (RESULTS / f"{_name(mode)}.json").write_text(json.dumps(records, indent=1))
 
 
 if __name__ == "__main__":
