@@ -67,8 +67,11 @@ import skdpsco.solvers._core as core
 import skdpsco.solvers.growth as growth
 from skdpsco import (
     DPHingeSVM,
+    DPHuberRegressor,
     DPLogisticRegression,
     DPLpRegression,
+    DPPoissonRegressor,
+    DPQuantileRegressor,
     DPSearchCV,
     PrivacyAccountant,
     config_context,
@@ -785,6 +788,64 @@ def least_squares_regression(n: int = 21, epsilon: float = 2.0, secure_noise: bo
     return _estimator_setup(make, (X, y0), (X, -y0), lambda m: float(m.coef_[0]), secure_noise=secure_noise)
 
 
+def public_regressor(estimator, D0, D1, **params) -> Setup:
+    """``estimator`` (a :class:`~skdpsco.linear_model._regression.BaseDPRegressor`) on the public
+    setup of the new regressors' audits: one feature, public ``data_norm = 1`` and
+    ``y_bound = 1`` (no private bound, so the release carries the solver's shift only), no
+    intercept and no feature scaling (the ``x = 0`` rows then have zero gradient), a fresh
+    ``PrivacyAccountant`` and ``random_state`` per fit; ``params`` are the loss's own (radius,
+    threshold, quantile). The statistic is the released coefficient, the likelihood-ratio test
+    of a one-dimensional Gaussian shift."""
+
+    def make(seed):
+        return estimator(
+            delta=AUDIT_DELTA, data_norm=1.0, y_bound=1.0, fit_intercept=False, feature_scaling=None,
+            random_state=seed, accountant=PrivacyAccountant(), **params,
+        )
+
+    return _estimator_setup(make, D0, D1, lambda m: float(m.coef_[0]))
+
+
+def huber_regression(n: int = 21, epsilon: float = 2.0) -> Setup:
+    """``DPHuberRegressor`` ('auto' -> noisy GD on the Huber loss). The threshold is
+    ``huber_threshold * y_bound = 0.2`` and :class:`~skdpsco.losses.HuberLoss` charges
+    ``L = B min(0.2, B_y + B R) = 0.2``. The differing row ``x = 1`` has target ``+1`` or ``-1``
+    (``+-y_bound``): on the ball of radius 0.5 its residual ``+-1 - w`` is at least 0.5, beyond
+    the threshold on opposite sides everywhere, so its gradient is ``-+0.2 x`` exactly, ``2 L``
+    apart at every iterate; the other rows are ``x = 0, y = 0``."""
+    X, y0 = one_target_row(n)
+    return public_regressor(DPHuberRegressor, (X, y0), (X, -y0), epsilon=epsilon, radius=0.5, huber_threshold=0.2)
+
+
+def quantile_regression(n: int = 21, epsilon: float = 2.0, quantile: float = 0.9) -> Setup:
+    """``DPQuantileRegressor(quantile=0.9)`` ('auto' -> noisy GD on the Gaussian-smoothed pinball
+    loss, width 0.01). :class:`~skdpsco.losses.PinballLoss` charges ``L = B max(q, 1 - q) = 0.9``;
+    its slope in the prediction is ``-q`` for a target above it and ``1 - q`` below. A target flip
+    (above vs below) moves the gradient by ``(-q - (1 - q)) x``, only ``1 = 2 L / 1.8``; the
+    feature flip does reach ``2 L``: the differing row is ``x = +1`` or ``x = -1`` with the target
+    ``+1`` above every prediction (residual at least 0.5 = 50 widths on the ball of radius 0.5,
+    where the smoothed slope is ``-q`` exactly), gradients ``-+q``, ``2 q = 2 L`` apart. The
+    other rows are ``x = 0, y = 0``. A constant using ``min(q, 1 - q)`` or the median's ``1 / 2``
+    would be caught."""
+    D0, D1 = feature_flip(n, 1.0, [0.0])
+    return public_regressor(DPQuantileRegressor, D0, D1, epsilon=epsilon, radius=0.5, quantile=quantile,
+                            smoothing_width=SMOOTHING_WIDTH)
+
+
+def poisson_regression(n: int = 21, epsilon: float = 2.0) -> Setup:
+    """``DPPoissonRegressor`` ('auto' -> noisy GD) on its default window: radius ``R = W / 2 = 3``,
+    offset ``o = log B_y - 3 = -3``, log-means in ``[-6, 0]``, where
+    :class:`~skdpsco.losses.PoissonLoss` charges ``L = B max(exp(o + R B), B_y - exp(o - R B))
+    = B B_y = 1``. The loss's slope ``exp(z + o) - y`` lies in ``[exp(o - R B) - B_y,
+    exp(o + R B)]``; a target change ``0 -> B_y`` at the same ``x`` moves it by ``B_y`` only
+    (half of ``2 L``). The feature flip with the target ``B_y`` moves it by ``2 B_y - exp(o)
+    (exp(w) + exp(-w))``, ``2 L (1 - exp(-3)) = 0.95 (2 L)`` at the start ``w = 0``, the most any
+    pair moves it there: the differing row is ``x = +1`` or ``x = -1`` with target ``1``; the
+    other rows are ``x = 0, y = 0``."""
+    D0, D1 = feature_flip(n, 1.0, [0.0])
+    return public_regressor(DPPoissonRegressor, D0, D1, epsilon=epsilon)
+
+
 def weighted_svm(n: int = 21, epsilon: float = 1.0, max_weight: float = 4.0) -> Setup:
     """``DPHingeSVM(algorithm='auto')`` (noisy GD on the smoothed hinge, the numpy reference loop
     that weighted rows run) with ``sample_weight``: the differing row ``x = 1`` carries the largest
@@ -1075,6 +1136,18 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
           "statistics perturbation) through the estimator, n = 21, epsilon = 2",
           "row 0 x = 1, target +1 vs -1 (the public y_bound); other rows x = 0, y = 0; curvature floor above "
           "every noisy Hessian", lambda: least_squares_regression(21, 2.0), 2000),
+    Audit("huber_regression", "DPHuberRegressor ('auto' -> noisy GD on the Huber loss), threshold 0.2 y_bound, "
+          "radius 0.5, n = 21, epsilon = 2", "row 0 x = 1, target +1 vs -1 (+-y_bound, beyond the threshold on "
+          "opposite sides on the whole ball: gradients -+L); other rows x = 0, y = 0",
+          lambda: huber_regression(21, 2.0), 3000),
+    Audit("quantile_regression", "DPQuantileRegressor(quantile=0.9) ('auto' -> noisy GD on the smoothed pinball "
+          "loss, width 0.01), radius 0.5, n = 21, epsilon = 2", "row 0 x = +1 vs -1, target +1 above every "
+          "prediction: gradients -+q = -+L (a target flip moves it by 1 only); other rows x = 0, y = 0",
+          lambda: quantile_regression(21, 2.0), 3000),
+    Audit("poisson_regression", "DPPoissonRegressor ('auto' -> noisy GD) on the default log-mean window "
+          "(radius 3, offset -3), n = 21, epsilon = 2", "row 0 x = +1 vs -1, target y_bound = 1: the "
+          "gradient moves by 2 L (1 - exp(-3)) at w = 0 (a target change 0 -> y_bound by L only); other rows "
+          "x = 0, y = 0", lambda: poisson_regression(21, 2.0), 3000),
     Audit("weighted_svm", "DPHingeSVM('auto' -> noisy GD, numpy reference loop) with sample_weight, max_weight = 4, "
           "n = 21, epsilon = 2", "row 0 x = 1, weight 4 = max_weight, label flip; 20 rows x = 0, weights 1 and 0",
           lambda: weighted_svm(21, 2.0, 4.0), 3000, slow=True),

@@ -33,6 +33,7 @@ def test_snowball_audit_respects_the_claim_and_catches_halved_noise(name):
     audit_params(
         "svm_auto_intercept", "logistic_multinomial", "svm_one_vs_rest", "svm_one_vs_rest_laplace",
         "lad_regression", "least_squares_regression", "ledger_composition", "estimator_snowball",
+        "huber_regression", "quantile_regression", "poisson_regression",
     ),
 )
 def test_estimator_audit_respects_the_claim_and_catches_the_weakened_noise(name):
@@ -40,7 +41,9 @@ def test_estimator_audit_respects_the_claim_and_catches_the_weakened_noise(name)
     # one-vs-rest compositions; Laplace one-vs-rest at delta > 0 (three randomized-response
     # events composed by the accountant); smoothed LAD regression; least squares by one Newton step
     # (SSP), its first gradient charged at the public start; three fits on one ledger
-    # against its spent(); Snowball behind the estimator's row shuffle.
+    # against its spent(); Snowball behind the estimator's row shuffle; the Huber, pinball (feature
+    # flip: gradients -+q) and Poisson (feature flip at target y_bound, default log-mean window)
+    # regressors, each differing row moving the gradient by (nearly) the 2 L its loss charges.
     check_audit(name)
 
 
