@@ -158,16 +158,29 @@ def _logistic_problem(n, d, l2_penalty=0.0, epsilon=1.0):
     return Problem(n, (d,), loss, loss.constants(math.sqrt(2.0), R), R, epsilon, 1e-7, l2_penalty)
 
 
-def test_auto_rule_takes_noisy_gd_within_the_work_cap_and_one_pass_solvers_above():
-    from skdpsco.solvers import AUTO_NOISY_GD_WORK, _noisy_gd_work, select_algorithm
+def test_auto_rule_takes_noisy_gd_within_the_compute_budget_and_one_pass_solvers_above():
+    from skdpsco.solvers import AUTO_FREE_WORK, AUTO_PASSES, _affordable, _noisy_gd_work, select_algorithm
 
     small, large = _logistic_problem(10**4, 21), _logistic_problem(10**7, 101)
-    assert _noisy_gd_work(small) <= AUTO_NOISY_GD_WORK < _noisy_gd_work(large)
+    assert _noisy_gd_work(small) <= AUTO_FREE_WORK and _affordable(small, _noisy_gd_work(small))
+    assert _noisy_gd_work(large) > AUTO_PASSES * 10**7 * 101 and not _affordable(large, _noisy_gd_work(large))
     assert select_algorithm(small) == "noisy_gd"
     assert select_algorithm(_logistic_problem(10**4, 21, l2_penalty=0.1)) == "noisy_gd"
     assert select_algorithm(large) == "phased_sgd"
     assert select_algorithm(_logistic_problem(10**7, 101, l2_penalty=0.1)) == "strongly_convex"
     assert select_algorithm(small, constraint="l1") == "ftrl"
+    # sparse rows keep noisy GD whatever its work; on Dask rows the passes decide
+    assert select_algorithm(large, rows="sparse") == "noisy_gd"
+    assert select_algorithm(large, rows="dask") == "newton"  # its eight passes against thousands
+
+
+def test_auto_compute_budget_is_passes_over_the_rows_or_the_free_work():
+    from skdpsco.solvers import AUTO_FREE_WORK, AUTO_PASSES, _affordable
+
+    few = _logistic_problem(100, 11)  # n p = 1100: any work up to AUTO_FREE_WORK is affordable
+    assert _affordable(few, AUTO_FREE_WORK) and not _affordable(few, AUTO_FREE_WORK * 1.001)
+    many = _logistic_problem(10**7, 101)  # AUTO_PASSES n p is above AUTO_FREE_WORK
+    assert _affordable(many, AUTO_PASSES * 10**7 * 101) and not _affordable(many, AUTO_PASSES * 10**7 * 101 * 1.001)
 
 
 def test_auto_rule_work_is_n_p_T_of_the_plan_that_runs():

@@ -389,30 +389,39 @@ def test_registered_under_its_public_name():
 
 
 def test_auto_picks_newton_for_the_logistic_losses_from_the_signal_threshold_on():
-    from skdpsco.solvers import AUTO_NEWTON_SIGNAL, AUTO_NEWTON_WORK, _newton_signal, _newton_work, select_algorithm
+    from skdpsco.solvers import (
+        AUTO_NEWTON_SIGNAL, HESSIAN_COST, _affordable, _newton_signal, _newton_work, select_algorithm,
+    )
 
     goal = make_problem(10**5, (21,))  # the speed goal: n = 1e5, d = 20, epsilon = 1
     assert _newton_signal(goal) >= AUTO_NEWTON_SIGNAL and select_algorithm(goal) == "newton"
     assert select_algorithm(make_problem(3 * 10**5, (3, 21))) == "newton"  # multinomial, p = 63
-    assert select_algorithm(make_problem(10**5, (21,), epsilon=0.3)) == "noisy_gd"  # n mu / p = 390
+    multinomial = make_problem(10**6, (3, 21))  # its 63**2 Hessians the bottleneck at this n
+    assert _newton_signal(multinomial) >= AUTO_NEWTON_SIGNAL and select_algorithm(multinomial) == "phased_sgd"
+    assert select_algorithm(multinomial, rows="dask") == "newton"
+    assert select_algorithm(make_problem(5 * 10**4, (21,), epsilon=0.3)) == "noisy_gd"  # n mu / p = 195
     # the threshold itself: n mu / p, mu of the fit's (epsilon, delta)
     mu = 1.0 / gaussian_noise_multiplier(1.0, DELTA)
     first = math.ceil(AUTO_NEWTON_SIGNAL * 21 / mu)
     assert _newton_signal(make_problem(first, (21,))) == pytest.approx(first * mu / 21)
     assert select_algorithm(make_problem(first, (21,))) == "newton"
     assert select_algorithm(make_problem(first - 1, (21,))) == "noisy_gd"
-    # the Hessian work cap: n m**2 T_H with the default T_H = 6
-    huge = make_problem(10**7, (101,))
-    assert _newton_work(huge) == pytest.approx(10**7 * 101**2 * 6) and _newton_work(huge) > AUTO_NEWTON_WORK
-    assert select_algorithm(huge) == "phased_sgd"
-    assert _newton_work(make_problem(10**6, (101,))) <= AUTO_NEWTON_WORK
-    # other losses never: the smoothed hinge keeps noisy GD at any n
+    # the compute budget: n p (T + HESSIAN_COST p T_H) with the default T = 8, T_H = 6, against
+    # AUTO_PASSES passes of n p or AUTO_FREE_WORK
+    wide = make_problem(10**6, (101,))
+    assert _newton_work(wide) == pytest.approx(10**6 * 101 * (8 + HESSIAN_COST * 101 * 6))
+    assert not _affordable(wide, _newton_work(wide)) and select_algorithm(wide) == "phased_sgd"
+    assert select_algorithm(wide, rows="dask") == "newton"  # on Dask the passes decide, not the Hessians
+    assert _affordable(goal, _newton_work(goal))  # d = 20: the Hessians are cheap
+    # other losses never: the smoothed hinge keeps noisy GD within the budget, the one-pass solvers above
     from skdpsco.losses import HingeLoss
     from skdpsco.smoothing import smooth
 
     hinge = smooth(HingeLoss(), 0.1)
     large_hinge = Problem(10**5, (21,), hinge, hinge.constants(B, 10.0), 10.0, 1.0, DELTA)
-    assert select_algorithm(large_hinge) == "noisy_gd"
+    assert select_algorithm(large_hinge) == "phased_sgd"
+    small_hinge = Problem(2 * 10**4, (21,), hinge, hinge.constants(B, 10.0), 10.0, 1.0, DELTA)
+    assert select_algorithm(small_hinge) == "noisy_gd"
 
 
 # -- the black-box audit --------------------------------------------------------------------------------------

@@ -87,10 +87,10 @@ def test_the_default_on_sparse_rows_releases_one_row_bound_instead_of_per_featur
     assert model.algorithm_ == "noisy_gd"
 
 
-def test_auto_picks_noisy_gd_for_sparse_rows_above_the_dense_work_cap():
+def test_auto_picks_noisy_gd_for_sparse_rows_above_the_dense_compute_budget():
     loss = LogisticLoss()
-    problem = Problem(10**5, (2**18 + 1,), loss, loss.constants(np.sqrt(2.0), 10.0), 10.0, 1.0, 1e-6)
-    assert select_algorithm(problem) == "phased_sgd"  # dense: n p T far above the cap
+    problem = Problem(10**6, (2**18 + 1,), loss, loss.constants(np.sqrt(2.0), 10.0), 10.0, 1.0, 1e-6)
+    assert select_algorithm(problem) == "phased_sgd"  # dense: 247 planned passes, above the budget
     assert select_algorithm(problem, rows="sparse") == "noisy_gd"
 
 

@@ -169,13 +169,39 @@ row of the public domain (``skdpsco.losses.WeightedLoss``):
 """
 
 
-AUTO_NOISY_GD_WORK = 5e9
-"""Public compute cap of the ``'auto'`` rule: ``'noisy_gd'`` is chosen only when its planned
-number of multiply-adds, ``n p T`` (``T`` full-batch steps of ``n`` rows and ``p`` parameters), is
-at most this; above it the one-pass solvers run. Measured on the benchmark machine (2 cores, the
-other one busy): ``n = 10^5``, ``p = 21``, ``T = 1067`` (2.2e9) fits in 4.4 s on the compiled
-full-batch passes (11.4 s on numpy matrix products) against 0.17 s for ``'phased_sgd'``: the
-cap allows fits of about 10 s."""
+AUTO_PASSES = 30.0
+"""Public compute budget of the ``'auto'`` rule, in passes over the rows: a multi-pass candidate
+(``'newton'`` for the logistic losses, ``'noisy_gd'``) is chosen only when its planned work
+(:func:`_noisy_gd_work`, :func:`_newton_work`, in multiply-adds of a gradient pass) is at most
+this many ``n p``, or at most :data:`AUTO_FREE_WORK`; above both the one-pass solvers run.
+What the non-private defaults the estimators are compared with take on well-scaled rows:
+``LogisticRegression()``'s L-BFGS stops after 7 iterations (about ten passes, a value and a
+gradient each) and ``LinearSVC()``'s coordinate descent after 4-5 epochs at ``n = 10^5``-
+``2 10^5``, ``d = 20``-``100`` (``benchmarks/engine.py``'s rows), so a default fit planning more
+than thirty passes cannot match their time; ``benchmarks/results/engine.md`` measures it."""
+
+AUTO_FREE_WORK = 2e9
+"""Public work (multiply-adds of a gradient pass) below which the ``'auto'`` rule takes the most
+accurate candidate whatever its passes: about two seconds of full-batch noisy GD steps on the
+benchmark machine (2 cores; 2000 smoothed-hinge steps over ``n = 2 10^4``, ``p = 21``, 8.4e8,
+took 0.85 s). Below it the multi-pass solvers' accuracy is worth their time: at ``n = 2 10^4``,
+``d = 20``, ``epsilon = 1`` noisy GD's test AUC is 0.0137 (logistic) and 0.0050 (smoothed hinge)
+above Phased-SGD's, at ``n = 10^5`` 0.0005-0.0012, for a hundred times the time
+(``benchmarks/results/auto_compute.md``). It keeps noisy GD for the logistic loss up to the
+``n`` where Newton takes over (``n = 5 10^4`` at ``d = 20``, ``epsilon = 1``)."""
+
+HESSIAN_COST = 0.2
+"""Cost of one multiply-add of a Hessian update (``numpy`` symmetric rank-``k`` products over a
+block of rows) in units of one multiply-add of a gradient pass, which streams the rows from
+memory for a dot product and an axpy each: 0.12-0.25 ns against about 1 ns on the benchmark
+machine (Newton's six Hessians at ``n = 10^6``, ``p = 101`` in 7.5 s; 2000 noisy GD steps at
+``n = 2 10^4``, ``p = 21`` in 0.85 s)."""
+
+
+def _affordable(problem: Problem, work: float) -> bool:
+    """Whether ``work`` multiply-adds fit the ``'auto'`` rule's compute budget:
+    :data:`AUTO_PASSES` passes over the ``n p`` entries, or :data:`AUTO_FREE_WORK`."""
+    return work <= max(AUTO_FREE_WORK, AUTO_PASSES * float(problem.n_samples) * problem.n_params)
 
 
 def _noisy_gd_work(problem: Problem) -> float:
@@ -195,9 +221,10 @@ only when ``n mu / p`` (:func:`_newton_signal`) is at least this. Chosen on the 
 every cell, below it it lost accuracy in most."""
 
 AUTO_NEWTON_WORK = 1e11
-"""Public compute cap of the ``'auto'`` rule for ``'newton'``: its Hessian work ``n m**2 T_H``
-(:func:`_newton_work`) is at most this, about 10 s of the symmetric BLAS updates on one core of the
-benchmark machine (``benchmarks/results/newton.md``)."""
+"""Public compute cap of the ``'auto'`` rule for the squared loss's one Newton step: its work
+``n m**2 + EIGH_COST m**3`` (:func:`_least_squares_work`) is at most this, about 10 s of the
+symmetric BLAS updates on one core of the benchmark machine (``benchmarks/results/newton.md``).
+One pass of ``n m**2`` is what ``LinearRegression()``'s least-squares solve costs as well."""
 
 
 def _newton_signal(problem: Problem) -> float:
@@ -208,8 +235,11 @@ def _newton_signal(problem: Problem) -> float:
 
 
 def _newton_work(problem: Problem) -> float:
-    """``n m**2 T_H`` of the default Newton plan (:class:`~.newton.PrivateNewton`)."""
-    return float(problem.n_samples) * problem.n_params**2 * ALGORITHMS["newton"].planned_hessian_steps(problem)
+    """Work of the default Newton plan (:class:`~.newton.PrivateNewton`) in multiply-adds of a
+    gradient pass: ``n p (T + HESSIAN_COST p T_H)``, its ``T`` gradients and ``T_H`` Hessians."""
+    newton = ALGORITHMS["newton"]
+    passes = newton.planned_steps(problem) + HESSIAN_COST * problem.n_params * newton.planned_hessian_steps(problem)
+    return float(problem.n_samples) * problem.n_params * passes
 
 
 EIGH_COST = 10.0
@@ -232,8 +262,9 @@ def select_algorithm(problem: Problem, constraint: str = "l2", rows: str = "dens
     The rule below, each branch with its reason. The measurements behind them are in
     ``docs/user_guide/choosing.rst`` and ``benchmarks/results/`` (``goal.md``, ``holder_auto.md``,
     ``utility_*.md``, ``rates_full.md``, ``growth_rates_full.md``, ``newton.md``,
-    ``least_squares.md``), where a rerun
-    updates them.
+    ``least_squares.md``, ``auto_compute.md``, ``engine.md``), where a rerun updates them. Each
+    candidate is weighed by its measured accuracy and its planned work (:func:`_affordable`):
+    the most accurate one whose work fits the budget runs.
 
     * A non-Euclidean domain (``constraint='l1'`` or ``'lp'``): Private FTRL (``'ftrl'``), the
       only solver implemented for it (``ftrl_mirror.md`` §3.5).
@@ -254,21 +285,25 @@ def select_algorithm(problem: Problem, constraint: str = "l2", rows: str = "dens
       threshold applies. Sparse rows take the same rule (the work cap excludes the wide
       vocabularies, whose dense Hessian would not fit).
     * The logistic and multinomial logistic losses with ``delta > 0``, ``n mu / p`` at least
-      :data:`AUTO_NEWTON_SIGNAL` and Hessian work at most :data:`AUTO_NEWTON_WORK`: the private
+      :data:`AUTO_NEWTON_SIGNAL` and work within the compute budget (:func:`_affordable`: at
+      most :data:`AUTO_PASSES` passes of ``n p``, Hessians weighed by :data:`HESSIAN_COST`, or
+      :data:`AUTO_FREE_WORK`; :func:`_newton_work`): the private
       Newton method (``'newton'``, :mod:`skdpsco.solvers.newton`). A standardised logistic
       problem is well conditioned for a second-order step: eight full-batch passes reach the
       accuracy of noisy GD's hundreds to thousands (its horizon grows with ``n`` until its
       flattest planned curvature has converged), and it converges where noisy GD stops short
       (large margins, a minimiser on the sphere). ``n mu / p`` measures how far the rows
       outweigh the noise per parameter: below the threshold the Hessian's noise and the last
-      gradient's noise cost accuracy against noisy GD, which is fast at those ``n`` anyway. The
-      same rule replaces the linear-time fallback above noisy GD's work cap, where Newton
-      reaches the non-private optimum. On Dask collections (``rows='dask'``) the Hessian work cap
-      does not apply: every step is a pass over data read from disk or across the network, and
+      gradient's noise cost accuracy against noisy GD, which is fast at those ``n`` anyway. Its
+      ``T_H`` Hessians cost ``n p**2`` each: where ``p`` makes them the bottleneck (``n = 10^6``,
+      ``p = 101``: eight times ``LogisticRegression()``'s fit) the budget hands the fit to the
+      one-pass solvers below, at a measured cost in test AUC of 0.0003-0.010 on the weak-signal
+      rows of ``benchmarks/results/auto_compute.md`` (the larger at ``n = 3 10^5``). On Dask
+      collections (``rows='dask'``) the compute budget does not apply: every step is a pass over data read from disk or across the network, and
       Newton's eight passes against noisy GD's planned hundreds to thousands (2000 at ``n = 2
       10^7``, ``p = 101``) decide the time.
     * Smooth losses, and kinked ones through their closed-form Gaussian smoothing, whose planned
-      work ``n p T`` is at most :data:`AUTO_NOISY_GD_WORK`: full-batch noisy gradient descent
+      work ``n p T`` is within the compute budget (:func:`_affordable`): full-batch noisy gradient descent
       (``'noisy_gd'``, composition or last-iterate accounting, schedule of
       :func:`skdpsco.defaults.noisy_gd_schedule`), with or without an L2 penalty. It had the
       lowest excess risk at the defaults on every problem measured, synthetic and real.
@@ -287,7 +322,7 @@ def select_algorithm(problem: Problem, constraint: str = "l2", rows: str = "dens
       on a table stored class by class a partition-level shuffle leaves them far from the
       in-memory fit (``benchmarks/results/dask_stream.md``); the full-batch solvers do not
       depend on the order.
-    * Above the work cap, an L2 penalty (``l2_penalty > 0``) makes the objective strongly convex:
+    * Above the compute budget, an L2 penalty (``l2_penalty > 0``) makes the objective strongly convex:
       the reduction of FKT20 §5 (``'strongly_convex'``, ``feldman.md`` §A8a), which is Phased-SGD
       itself when the penalty is too weak to need more than one epoch.
     * Otherwise Phased-SGD (FKT20 §4, last iterate of each phase), linear time; it matches or
@@ -307,9 +342,9 @@ def select_algorithm(problem: Problem, constraint: str = "l2", rows: str = "dens
         type(problem.loss) in (LogisticLoss, MultinomialLogisticLoss)
         and problem.delta > 0
         and _newton_signal(problem) >= AUTO_NEWTON_SIGNAL
-        and (rows == "dask" or _newton_work(problem) <= AUTO_NEWTON_WORK)
+        and (rows == "dask" or _affordable(problem, _newton_work(problem)))
     ):
         return "newton"
-    if rows in ("sparse", "dask") or _noisy_gd_work(problem) <= AUTO_NOISY_GD_WORK:
+    if rows in ("sparse", "dask") or _affordable(problem, _noisy_gd_work(problem)):
         return "noisy_gd"
     return "strongly_convex" if problem.l2_penalty > 0 else "phased_sgd"
