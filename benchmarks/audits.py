@@ -61,10 +61,10 @@ import numpy as np
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer
 
+import skdpsco._noise as noise
 import skdpsco._secure as secure
 import skdpsco.location as location
 import skdpsco.solvers._core as core
-import skdpsco.solvers.growth as growth
 from skdpsco import (
     DPHingeSVM,
     DPHuberRegressor,
@@ -191,12 +191,12 @@ def weakened(knob: str, factor: float):
     """Within the block, the privacy noise of ``knob`` is ``factor`` times weaker; the claims are
     unchanged (planning reads no noise).
 
-    * ``'gaussian'``: every Gaussian privacy draw, :func:`skdpsco.solvers._core.gaussian_noise`
+    * ``'gaussian'``: every Gaussian privacy draw, :func:`skdpsco._noise.gaussian_noise`
       (the one draw point of all solvers, the scaler and the search's scores), has its standard
       deviation divided by ``factor`` (the ``weaken_noise`` fixture of ``tests/conftest.py``), and
       so has the discrete Gaussian of secure mode's grid releases,
       :func:`skdpsco._secure.discrete_gaussian_noise`.
-    * ``'laplace'``: :func:`skdpsco.solvers.growth.laplace_noise`, the scale divided by ``factor``,
+    * ``'laplace'``: :func:`skdpsco._noise.laplace_noise`, the scale divided by ``factor``,
       and secure mode's discrete Laplace :func:`skdpsco._secure.discrete_laplace_noise`.
     * ``'exponential'``: :func:`skdpsco.location.sample_exponential`, the log-weights multiplied by
       ``factor`` (the exponential mechanism run at ``factor`` times its epsilon).
@@ -208,8 +208,8 @@ def weakened(knob: str, factor: float):
         return lambda rng, scale, shape: draw(rng, scale / factor, shape)
 
     targets = {
-        "gaussian": [(core, "gaussian_noise", scaled), (secure, "discrete_gaussian_noise", scaled)],
-        "laplace": [(growth, "laplace_noise", scaled), (secure, "discrete_laplace_noise", scaled)],
+        "gaussian": [(noise, "gaussian_noise", scaled), (secure, "discrete_gaussian_noise", scaled)],
+        "laplace": [(noise, "laplace_noise", scaled), (secure, "discrete_laplace_noise", scaled)],
         "exponential": [(location, "sample_exponential", lambda draw: lambda rng, lw: draw(rng, factor * lw))],
     }
     originals = [(module, name, getattr(module, name)) for module, name, _ in targets[knob]]

@@ -4,7 +4,7 @@ A black-box audit (:mod:`benchmarks.audits`) sees outputs only and needs thousan
 notice a factor 2. Here the mechanism is opened up instead, and the check is deterministic:
 
 1. **Observe every release.** Each mechanism draws the noise of a release ``value + noise``
-   through :func:`skdpsco.solvers._core.release_noise`; :func:`observed` replaces it to record
+   through :func:`skdpsco._noise.release_noise`; :func:`observed` replaces it to record
    ``(value, scale, kind)`` of every release (the compiled SGD loop is replaced by its numpy
    reference, which gives the same iterates and releases each noisy gradient there).
 2. **Neighbouring datasets, coupled noise.** The mechanism runs on ``D`` and on ``D'`` (one row
@@ -49,6 +49,7 @@ from pathlib import Path
 import dp_accounting
 import numpy as np
 
+from skdpsco import _noise
 from skdpsco.accounting import FailureProbabilityDpEvent, PrivacyAccountant
 from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss, MultinomialLogisticLoss
 from skdpsco.smoothing import smooth
@@ -93,7 +94,7 @@ def observed(replay: list | None = None, noise_factor: float = 1.0):
     every release (the mutation: a plan whose noise is off by that factor, event unchanged).
     """
     observation = Observation([], [])
-    release_noise, uses_kernel, project = _core.release_noise, _core.uses_kernel, _core.project_to_ball
+    release_noise, uses_kernel, project = _noise.release_noise, _core.uses_kernel, _core.project_to_ball
 
     def hook(value, scale, rng, draw=None):
         scale = scale * noise_factor
@@ -104,7 +105,7 @@ def observed(replay: list | None = None, noise_factor: float = 1.0):
             if k >= len(replay) or replay[k].scale != scale:
                 raise AssertionError(f"release {k}: the neighbour's run has a different schedule of releases")
             noise = replay[k].released - value
-        kind = "gaussian" if draw is None else "laplace"  # the only other draw point (growth.laplace_noise)
+        kind = "gaussian" if draw is None else "laplace"  # the only other draw point (_noise.laplace_noise)
         observation.releases.append(Release(value, float(scale), kind, value + noise))
         return noise
 
@@ -113,11 +114,11 @@ def observed(replay: list | None = None, noise_factor: float = 1.0):
         observation.iterates.append(np.array(out, dtype=float))
         return out
 
-    _core.release_noise, _core.uses_kernel, _core.project_to_ball = hook, (lambda *args: False), recording_projection
+    _noise.release_noise, _core.uses_kernel, _core.project_to_ball = hook, (lambda *args: False), recording_projection
     try:
         yield observation
     finally:
-        _core.release_noise, _core.uses_kernel, _core.project_to_ball = release_noise, uses_kernel, project
+        _noise.release_noise, _core.uses_kernel, _core.project_to_ball = release_noise, uses_kernel, project
 
 
 # -- claims ------------------------------------------------------------------------------------------------
@@ -624,8 +625,8 @@ def objective_search(full: bool = False, noise_factor: float = 1.0, clip_factor:
 def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_factor: float = 1.0):
     """:func:`observed`, also over the releases of :mod:`skdpsco.linear_model._scaling` and
     :mod:`~skdpsco.linear_model._bounds` (the private row bound a scaled fit releases on rows too
-    few for the magnitudes), which bind ``release_noise`` at import (``from ..solvers._core import
-    release_noise``): replacing ``_core.release_noise`` alone does not reach them, so the hook is
+    few for the magnitudes), which bind ``release_noise`` at import (``from .._noise import
+    release_noise``): replacing ``_noise.release_noise`` alone does not reach them, so the hook is
     put there too.
 
     ``clip_factor`` (the clipping mutation of a scaled fit, plans unchanged): every clip of the fit
@@ -665,7 +666,7 @@ def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_
     originals = {key: getattr(*key) for key in patched}
     scaling_release, bound_release = _scaling.release_noise, _bounds.release_noise
     with observed(replay=replay, noise_factor=noise_factor) as observation:
-        _scaling.release_noise = _bounds.release_noise = _core.release_noise  # the hook
+        _scaling.release_noise = _bounds.release_noise = _noise.release_noise  # the hook
         for (module, name), value in patched.items():
             setattr(module, name, value)
         try:

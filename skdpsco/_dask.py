@@ -47,6 +47,7 @@ in-memory fit, while rows sorted within partitions, or by a feature, cost little
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import dask
@@ -55,7 +56,7 @@ import numpy as np
 
 from .linear_model._scaling import _HALF_OCTAVE, MAGNITUDE_RANGE, divide_by_powers_of_two, standardised
 from .solvers import _kernel
-from .solvers._core import clip_rows
+from .solvers._core import clip_rows, register_dask
 
 __all__ = [
     "ALGORITHMS",
@@ -542,3 +543,6 @@ def label_indices(y, labels: np.ndarray):
 
 def _searchsorted(block: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return np.searchsorted(labels, block)
+
+
+register_dask(sys.modules[__name__])  # the core's Dask branches dispatch here (it cannot import this module)

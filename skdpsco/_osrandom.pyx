@@ -2,7 +2,7 @@
 """A numpy bit generator whose bits come from the operating system's CSPRNG (secure mode).
 
 :class:`OSRandom` is a :class:`numpy.random.BitGenerator`: ``numpy.random.Generator(OSRandom())``
-draws every distribution numpy offers (the noise of :func:`skdpsco.solvers._core.gaussian_noise`,
+draws every distribution numpy offers (the noise of :func:`skdpsco._noise.gaussian_noise`,
 the Laplace draw, row orders, subsampling indices, secret stopping times) from ``os.urandom``, the
 source of Python's :mod:`secrets` (``getrandom(2)`` on Linux, ``getentropy`` on macOS and the BSDs,
 ``BCryptGenRandom`` on Windows), which the Python documentation calls suitable for cryptographic

@@ -8,7 +8,7 @@ changes two things in every fit.
    :class:`skdpsco._osrandom.OSRandom`, the operating system's CSPRNG (``os.urandom``, the source
    of :mod:`secrets`), instead of numpy's PCG64 seeded from ``random_state``. Every draw a fit
    makes goes through it: the noise of every mechanism (the compiled SGD loop receives its noise
-   rows from :func:`skdpsco.solvers._core.gaussian_noise`, which draws from this generator), the
+   rows from :func:`skdpsco._noise.gaussian_noise`, which draws from this generator), the
    row order, subsampled indices, secret stopping times, the number of trials of a search. A
    ``random_state`` other than ``None`` is refused (:func:`check_random_state_unset`): a seed
    would make the noise a function of the seed. Why not a seeded cipher (``randomgen``'s ChaCha
@@ -70,6 +70,7 @@ from fractions import Fraction
 import dp_accounting
 import numpy as np
 
+from . import _noise
 from ._config import get_config
 from ._osrandom import OSRandom
 
@@ -223,7 +224,7 @@ def discrete_gaussian_noise(rng: np.random.Generator, std: float, shape: tuple) 
     ``2**-VARIANCE_BITS`` (``s >= std``), as an integer array (``object`` dtype: Python ints, exact
     whatever their size).
 
-    The privacy audits weaken it like :func:`skdpsco.solvers._core.gaussian_noise` (the
+    The privacy audits weaken it like :func:`skdpsco._noise.gaussian_noise` (the
     ``'gaussian'`` kind of ``benchmarks/audits.py``'s ``weakened``).
     """
     if not float(std) > 0:
@@ -299,19 +300,17 @@ def noisy_release(value, scale: float, rng: np.random.Generator, *, sensitivity:
     """The release ``value + noise`` of a single noisy statistic.
 
     Outside secure mode: ``value + release(value, scale, rng, draw)`` exactly as before, with
-    ``release`` :func:`skdpsco.solvers._core.release_noise` by default (the white-box audits'
+    ``release`` :func:`skdpsco._noise.release_noise` by default (the white-box audits'
     hook; a module that binds it at import passes its own name, looked up at its call) and
-    ``draw`` the Laplace draw point :func:`skdpsco.solvers.growth.laplace_noise` when
+    ``draw`` the Laplace draw point :func:`skdpsco._noise.laplace_noise` when
     ``laplace``. In secure mode (``rng`` a secure generator, :func:`is_secure`):
     :func:`grid_release`, whose guarantee is the planned one (zCDP of the same ``rho`` for the
     Gaussian, :func:`secure_event`; the same pure epsilon for Laplace).
     """
     if is_secure(rng):
         return grid_release(value, scale, sensitivity, rng, laplace)
-    from .solvers import _core, growth
-
-    release = _core.release_noise if release is None else release
-    return value + release(value, scale, rng, growth.laplace_noise if laplace else None)
+    release = _noise.release_noise if release is None else release
+    return value + release(value, scale, rng, _noise.laplace_noise if laplace else None)
 
 
 def secure_event(event):

@@ -41,12 +41,18 @@ __all__ = [
     "UNSCALED_RADIUS",
     "NoisyGDSchedule",
     "SNOWBALL_NOISE_MULTIPLIERS",
+    "SNOWBALL_SCHEDULES",
     "noisy_gd_risk_model",
     "noisy_gd_schedule",
     "regression_radius",
     "classifier_radius",
     "snowball_noise_multiplier",
     "snowball_utility_factor",
+    "jnn_step_multipliers",
+    "max_steps",
+    "privacy_batch_sizes",
+    "snowball_rows_needed",
+    "step_multipliers",
 ]
 
 # -- full-batch noisy gradient descent ---------------------------------------------------------------
@@ -293,6 +299,102 @@ def poisson_window(row_norm: float, y_bound: float) -> tuple[float, float]:
 
 
 # -- Snowball-SGD ------------------------------------------------------------------------------------
+# The batch arithmetic of :mod:`skdpsco.solvers.snowball` (pure functions of public sizes), which the
+# rule :func:`snowball_noise_multiplier` searches over and the solver plans with.
+
+SNOWBALL_SCHEDULES = ("jnn", "constant")
+"""The step schedules of Snowball-SGD: JNN steps (FKT Thm 3.4) and constant steps (Thm 3.2)."""
+
+_CEIL_SAFETY = 1.0 + 1e-12  # feldman.md pitfall D7: round batch sizes up, robustly.
+
+
+def jnn_step_multipliers(n_steps: int) -> np.ndarray:
+    """Relative step sizes of the Jain–Nagaraj–Netrapalli schedule (FKT Def. 3.3, ``feldman.md`` §A2).
+
+    With ``k = ceil(log2 T)`` and ``T_i = T - ceil(T 2**-i)``, steps ``T_i < t <= T_{i+1}`` get
+    ``2**-i``: the first half of the steps use 1, each following block is about half as long
+    with half the step, and the last step alone uses ``2**-k``.
+    """
+    if n_steps < 1:
+        raise ValueError("n_steps must be >= 1.")
+    k = math.ceil(math.log2(n_steps)) if n_steps > 1 else 0
+    boundaries = [n_steps - math.ceil(n_steps * 2.0**-i) for i in range(k + 1)] + [n_steps]
+    multipliers = np.empty(n_steps)
+    for i in range(k + 1):
+        multipliers[boundaries[i] : boundaries[i + 1]] = 2.0**-i
+    return multipliers
+
+
+def step_multipliers(schedule: str, n_steps: int) -> np.ndarray:
+    """Relative step sizes ``m_t`` (the steps are ``eta_t = c m_t / sqrt(T)``)."""
+    if schedule == "jnn":
+        return jnn_step_multipliers(n_steps)
+    if schedule == "constant":
+        return np.ones(n_steps)
+    raise ValueError(f"schedule must be one of {SNOWBALL_SCHEDULES}; got {schedule!r}.")
+
+
+def privacy_batch_sizes(
+    multipliers: np.ndarray, n_params: int, noise_multiplier: float, rho: float
+) -> np.ndarray:
+    """Smallest batch sizes with ``rho_t <= rho`` for every step (``feldman.md`` §A1).
+
+    From :func:`~skdpsco.accounting.amplification_by_iteration_rho` with ``sigma = kappa L /
+    sqrt(p)``: ``B_t >= 2 sqrt(p) eta_t / (kappa sqrt(2 rho) sqrt(sum_{s>=t} eta_s**2))``, which
+    depends on the steps only through their ratios and not on ``L``.
+    """
+    tail = np.sqrt(np.cumsum(multipliers[::-1] ** 2)[::-1])
+    exact = 2.0 * math.sqrt(n_params) * multipliers / (noise_multiplier * math.sqrt(2.0 * rho) * tail)
+    return np.ceil(exact * _CEIL_SAFETY).astype(np.int64)
+
+
+def snowball_rows_needed(schedule: str, n_steps: int, n_params: int, kappa: float, rho: float) -> int:
+    """Rows read by ``n_steps`` Snowball steps of ``schedule`` at noise multiplier ``kappa``: the sum
+    of the :func:`privacy_batch_sizes` (``feldman.md`` §A1, §A3)."""
+    return int(privacy_batch_sizes(step_multipliers(schedule, n_steps), n_params, kappa, rho).sum())
+
+
+def max_steps(n_samples: int, schedule: str, n_params: int, kappa: float, rho: float) -> int:
+    """Largest ``T`` whose privacy-calibrated batches fit in ``n_samples`` rows (0 if none).
+
+    The rows needed grow with ``T`` and are at least ``T`` (one per step), so the answer lies in
+    the bracket ``rows(feasible) <= n < rows(infeasible)`` that starts as ``[1, n + 1]`` (the
+    upper end needs no evaluation). It is shrunk by interpolation on the rows needed, nearly
+    linear in ``T``, with the Illinois correction (an end kept twice in a row counts half as far
+    from the target) and a bisection after any step that did not halve the bracket, which bounds
+    the count of evaluations, each ``O(T)``, by twice that of bisection; it takes about 8 at
+    ``n = 10^6``.
+    """
+    def rows(n_steps: int) -> int:
+        return snowball_rows_needed(schedule, n_steps, n_params, kappa, rho)
+
+    if rows(1) > n_samples:
+        return 0
+    target = n_samples + 0.5  # rows are integers: the answer is where they cross n + 1/2
+    feasible, rows_feasible = 1, float(rows(1))
+    infeasible, rows_infeasible = n_samples + 1, float(n_samples + 1)
+    kept, bisect = 0, False  # kept: -1 / +1 when the last step moved the feasible / infeasible end
+    while infeasible - feasible > 1:
+        width = infeasible - feasible
+        if bisect:
+            mid = (feasible + infeasible) // 2
+        else:
+            guess = feasible + int((target - rows_feasible) * width / (rows_infeasible - rows_feasible))
+            mid = min(max(guess, feasible + 1), infeasible - 1)
+        rows_mid = rows(mid)
+        if rows_mid <= n_samples:
+            feasible, rows_feasible = mid, float(rows_mid)
+            if kept == -1:
+                rows_infeasible = target + (rows_infeasible - target) / 2
+            kept = -1
+        else:
+            infeasible, rows_infeasible = mid, float(rows_mid)
+            if kept == 1:
+                rows_feasible = target - (target - rows_feasible) / 2
+            kept = 1
+        bisect = not bisect and infeasible - feasible > width / 2
+    return feasible
+
 
 SNOWBALL_NOISE_MULTIPLIERS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 """Public grid of ``kappa`` values the Snowball rule chooses from (``kappa = 1`` is FKT's)."""
@@ -336,8 +438,6 @@ def snowball_noise_multiplier(
         ``T(kappa)``, the largest number of steps whose exact batches fit in ``n`` rows (0 when
         even one step does not fit for any ``kappa``).
     """
-    from .solvers.snowball import max_steps  # the batch arithmetic lives with the solver
-
     best = None  # (factor, kappa, n_steps): the first minimiser in grid order
     for kappa in SNOWBALL_NOISE_MULTIPLIERS:
         # T(kappa) <= n_samples and the factor decreases in T: a kappa whose factor at

@@ -47,6 +47,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _assert_all_finite, _num_samples, check_is_fitted, indexable
 
+from . import _noise
 from .accounting import (
     PrivacyAccountant,
     calibrate_noise,
@@ -228,9 +229,9 @@ def noisy_mean_score(per_row: np.ndarray, value_range: float, rho: float, rng: n
 
 
 def _score_noise(value, scale, rng, draw=None):
-    """The noise of a trial's score: one :func:`~skdpsco.solvers._core.gaussian_noise` draw
+    """The noise of a trial's score: one :func:`~skdpsco._noise.gaussian_noise` draw
     (looked up at call time, so the audits weaken it), as before the grid release existed."""
-    return _core.gaussian_noise(rng, scale, ())
+    return _noise.gaussian_noise(rng, scale, ())
 
 
 def select_best(run_trial: Callable[[int], tuple[object, float]], n_trials: int) -> tuple[object, float]:

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 import skdpsco.location as location
-import skdpsco.solvers._core as core
-import skdpsco.solvers.growth as growth
+import skdpsco._noise as noise
 from benchmarks.audit_power import N_SEEDS, ideal_power, measure
 from benchmarks.audits import AUDITS, run_audit, weakened
 
@@ -46,8 +45,8 @@ def test_a_perfect_audit_catches_halved_noise_at_delta_1e_2_but_not_at_1e_5():
 @pytest.mark.parametrize(
     "knob, module, name, call",
     [
-        ("gaussian", core, "gaussian_noise", lambda f: f(np.random.default_rng(0), 2.0, (20_000,)).std()),
-        ("laplace", growth, "laplace_noise", lambda f: f(np.random.default_rng(0), 2.0, (20_000,)).std() / math.sqrt(2)),
+        ("gaussian", noise, "gaussian_noise", lambda f: f(np.random.default_rng(0), 2.0, (20_000,)).std()),
+        ("laplace", noise, "laplace_noise", lambda f: f(np.random.default_rng(0), 2.0, (20_000,)).std() / math.sqrt(2)),
     ],
 )
 def test_weakening_divides_the_noise_inside_the_block_only(knob, module, name, call):

@@ -12,12 +12,13 @@ from skdpsco.accounting import calibrate_zcdp_rho, gaussian_noise_multiplier
 from skdpsco.defaults import (
     MAX_NOISY_GD_STEPS,
     SNOWBALL_NOISE_MULTIPLIERS,
+    max_steps,
     noisy_gd_risk_model,
     noisy_gd_schedule,
     snowball_noise_multiplier,
     snowball_utility_factor,
 )
-from skdpsco.solvers.snowball import max_steps, plan_snowball
+from skdpsco.solvers.snowball import plan_snowball
 
 DELTA = 1e-5
 L, BETA, R = math.sqrt(2.0) / (1 + math.exp(-math.sqrt(2.0) * 10)), 0.5, 10.0  # logistic, data_norm sqrt(2)

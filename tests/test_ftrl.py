@@ -18,7 +18,7 @@ from scipy.special import log_ndtr, logsumexp
 from scipy.stats import kstest, norm
 from threadpoolctl import threadpool_limits
 
-import skdpsco.solvers._core as core
+import skdpsco._noise as noise
 from skdpsco import geometry as geo
 from skdpsco.accounting import (
     amplification_by_iteration_rho,
@@ -600,7 +600,7 @@ def test_counterexample_c_noise_only_at_step_one_leaves_an_atom(monkeypatch):
         first_draws[id(rng)] = rng
         return rng.normal(0.0, sigma_paper / math.sqrt(2), shape)
 
-    monkeypatch.setattr(core, "gaussian_noise", paper_noise)
+    monkeypatch.setattr(noise, "gaussian_noise", paper_noise)
 
     def gradient(w, X, y):
         return X[0] * np.clip(w / eta, -L, L)

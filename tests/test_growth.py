@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-import skdpsco.solvers._core as core
+import skdpsco._noise as noise
 import skdpsco.solvers.growth as growth
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
 from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss
@@ -137,8 +137,8 @@ def test_laplace_scale_uses_the_full_epsilon_in_every_phase(epsilon):
 def test_noise_is_isotropic_in_the_parameter_shape(monkeypatch):
     # P1.2: N(0, sigma^2 I_d), one independent coordinate per parameter.
     shapes = []
-    draw = core.gaussian_noise
-    monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: shapes.append(shape) or draw(rng, std, shape))
+    draw = noise.gaussian_noise
+    monkeypatch.setattr(noise, "gaussian_noise", lambda rng, std, shape: shapes.append(shape) or draw(rng, std, shape))
     problem = logistic_problem(500, 3)
     X = np.random.default_rng(0).normal(size=(500, 3)) / 3
     y = np.sign(X[:, 0] + 0.1)
@@ -233,7 +233,7 @@ def huber_problem(n, epsilon=1.0, delta=DELTA):
 
 
 def test_released_phase_moves_by_at_most_the_certified_sensitivity(monkeypatch):
-    monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: np.zeros(shape))
+    monkeypatch.setattr(noise, "gaussian_noise", lambda rng, std, shape: np.zeros(shape))
     problem = huber_problem(2)  # one phase of two rows
     solver = Localization()
     plan = solver.plan(problem)

@@ -10,7 +10,7 @@ import pytest
 from dp_accounting import rdp
 from scipy import integrate, stats
 
-import skdpsco.solvers._core as core
+import skdpsco._noise as noise
 from skdpsco.accounting import (
     FailureProbabilityDpEvent,
     calibrate_noise,
@@ -402,7 +402,7 @@ def test_output_perturbation_plans_meet_the_target_exactly(loss):
 def test_output_is_the_average_of_w1_to_wT_with_one_uniform_row_per_step(monkeypatch):
     # Hinge loss, every row x = 1, y = +1, ball large enough: w_t = (t - 1) eta, so the average of
     # w_1 .. w_T is eta (T - 1) / 2 (w_1 = 0 included, w_{T+1} excluded; §2.1).
-    monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: np.zeros(shape))
+    monkeypatch.setattr(noise, "gaussian_noise", lambda rng, std, shape: np.zeros(shape))
     n = 70
     prob = problem(HingeLoss(), n, radius=1e6)
     plan = OutputPerturbationSGD().plan(prob)

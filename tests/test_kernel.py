@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import skdpsco._noise as noise
 import skdpsco.solvers._core as core
 from skdpsco import DPLogisticRegression, PrivacyAccountant
 from skdpsco.accounting import amplification_by_iteration_rho
@@ -108,7 +109,7 @@ def test_estimator_snowball_path_runs_the_kernel(monkeypatch):
 
 def test_kernel_takes_its_noise_from_gaussian_noise(monkeypatch):
     # The audits' knob: patching the one noise function changes what the kernel adds.
-    monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: np.zeros(shape))
+    monkeypatch.setattr(noise, "gaussian_noise", lambda rng, std, shape: np.zeros(shape))
     X, y = data(LogisticLoss())
     sizes, steps = np.ones(300, dtype=np.int64), np.full(300, 0.2)
     noisy, _ = both(LogisticLoss(), X, y, np.arange(300), sizes, steps, np.full(300, 5.0), 1.0, 0.0, False)

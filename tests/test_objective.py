@@ -12,7 +12,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from scipy.stats import norm
 
-import skdpsco.solvers._core as core
+import skdpsco._noise as noise
 from skdpsco.accounting import epsilon_of, gaussian_event
 from skdpsco.losses import HingeLoss, LogisticLoss, MultinomialLogisticLoss, SquaredHingeLoss
 from skdpsco.smoothing import smooth
@@ -252,13 +252,13 @@ def test_released_point_is_the_certified_minimiser_plus_output_noise(monkeypatch
     algorithm = ObjectivePerturbation()
     plan = algorithm.plan(problem)
     draws = []
-    original = core.gaussian_noise
+    original = noise.gaussian_noise
 
     def recording(rng, std, shape):
         draws.append((std, original(rng, std, shape)))
         return draws[-1][1]
 
-    monkeypatch.setattr(core, "gaussian_noise", recording)
+    monkeypatch.setattr(noise, "gaussian_noise", recording)
     result = algorithm.run(plan, X, y, problem, np.random.default_rng(3))
     (std_b, b), (std_o, xi) = draws
     assert (std_b, std_o) == (plan.linear_noise_std, plan.output_noise_std)

@@ -8,7 +8,7 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
 
-import skdpsco.solvers._core as core
+import skdpsco._noise as noise
 from skdpsco.accounting import epsilon_of, gaussian_event, gaussian_noise_multiplier
 from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss, MultinomialLogisticLoss
 from skdpsco.solvers import Problem
@@ -138,7 +138,7 @@ def test_output_noise_is_drawn_by_the_core_noise_function(monkeypatch):
     problem = logistic_problem(64, n_params=3)
     plan = PhasedSGD().plan(problem)
     stds = []
-    monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: stds.append(std) or np.zeros(shape))
+    monkeypatch.setattr(noise, "gaussian_noise", lambda rng, std, shape: stds.append(std) or np.zeros(shape))
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(64, 3)) / 2, rng.choice([-1.0, 1.0], 64)
     PhasedSGD().run(plan, X, y, problem, np.random.default_rng(1))

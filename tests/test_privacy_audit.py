@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import skdpsco._secure as secure
-import skdpsco.solvers._core as core
-import skdpsco.solvers.growth as growth
+import skdpsco._noise as noise
 from _audits import audit_params, check_audit
 from benchmarks.audits import AUDITS, weakened
 from skdpsco.linear_model import PrivacyWarning
@@ -81,8 +80,8 @@ def test_secure_audit_draws_all_its_noise_from_the_os_through_its_knob(name):
     # noise divided by 10**6 the release no longer varies (no draw escapes the knob).
     audit = AUDITS[name]
     setup = audit.setup
-    modules = {"gaussian_noise": core, "discrete_gaussian_noise": secure, "discrete_laplace_noise": secure,
-               "laplace_noise": growth}
+    modules = {"gaussian_noise": noise, "discrete_gaussian_noise": secure, "discrete_laplace_noise": secure,
+               "laplace_noise": noise}
     calls = []
     originals = {point: getattr(module, point) for point, module in modules.items()}
     try:

@@ -14,12 +14,11 @@ from scipy import stats
 
 import skdpsco
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, DPSearchCV, DPStandardScaler, PrivacyAccountant
-from skdpsco import _secure
+from skdpsco import _noise, _secure
 from skdpsco._osrandom import OSRandom
 from skdpsco.accounting import FailureProbabilityDpEvent, epsilon_of, gaussian_event, pure_dp_event, zcdp_event
 from skdpsco.linear_model import PrivacyWarning
 from skdpsco.location import inverse_sensitivity_location
-from skdpsco.solvers import _core, growth
 
 
 @pytest.fixture
@@ -180,8 +179,8 @@ def test_osrandom_forked_child_does_not_repeat_the_parents_words():
 def test_secure_draws_have_the_right_distributions():
     rng = _secure.secure_generator()
     assert stats.kstest(rng.random(20_000), "uniform").pvalue > 1e-4
-    assert stats.kstest(_core.gaussian_noise(rng, 2.0, (20_000,)), "norm", args=(0.0, 2.0)).pvalue > 1e-4
-    assert stats.kstest(growth.laplace_noise(rng, 0.5, (20_000,)), "laplace", args=(0.0, 0.5)).pvalue > 1e-4
+    assert stats.kstest(_noise.gaussian_noise(rng, 2.0, (20_000,)), "norm", args=(0.0, 2.0)).pvalue > 1e-4
+    assert stats.kstest(_noise.laplace_noise(rng, 0.5, (20_000,)), "laplace", args=(0.0, 0.5)).pvalue > 1e-4
 
 
 # -- seeds refused, noise not reproducible ------------------------------------------------------
@@ -209,8 +208,8 @@ def test_secure_mode_refuses_a_seed(secure_mode, fit):
 def test_secure_fits_are_not_reproducible_and_draw_from_the_os(secure_mode, monkeypatch):
     X, y = _rows()
     generators = []
-    draw = _core.gaussian_noise
-    monkeypatch.setattr(_core, "gaussian_noise", lambda rng, std, shape: generators.append(rng) or draw(rng, std, shape))
+    draw = _noise.gaussian_noise
+    monkeypatch.setattr(_noise, "gaussian_noise", lambda rng, std, shape: generators.append(rng) or draw(rng, std, shape))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         first = DPLogisticRegression(classes=[0, 1]).fit(X, y)
@@ -297,7 +296,7 @@ def test_noisy_release_outside_secure_mode_is_the_old_release():
     value = np.array([1.0, 2.0])
     np.testing.assert_array_equal(
         _secure.noisy_release(value, 0.3, np.random.default_rng(8), sensitivity=1.0),
-        value + _core.release_noise(value, 0.3, np.random.default_rng(8)),
+        value + _noise.release_noise(value, 0.3, np.random.default_rng(8)),
     )
 
 

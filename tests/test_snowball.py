@@ -7,14 +7,12 @@ from hypothesis import strategies as st
 
 from skdpsco.accounting import amplification_by_iteration_rho, calibrate_zcdp_rho, epsilon_of
 from skdpsco.solvers._core import clip_rows, iter_batches, project_to_ball, projected_noisy_sgd
+from skdpsco.defaults import jnn_step_multipliers, max_steps, privacy_batch_sizes
 from skdpsco.solvers.snowball import (
     NOISE_MULTIPLIERS,
     SCHEDULES,
-    jnn_step_multipliers,
-    max_steps,
     min_samples,
     plan_snowball,
-    privacy_batch_sizes,
 )
 
 LOGISTIC = dict(lipschitz=math.sqrt(2), smoothness=0.5, radius=10.0)

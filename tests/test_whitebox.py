@@ -1,6 +1,6 @@
 """White-box sensitivity audits (issue 18; the harness is ``benchmarks/whitebox.py``).
 
-Every noisy release, observed through :func:`skdpsco.solvers._core.release_noise`, is run on
+Every noisy release, observed through :func:`skdpsco._noise.release_noise`, is run on
 neighbouring datasets with the same noise, the neighbour replayed on the released history, and its
 realised shift compared with the sensitivity that the noise scale drawn and the event accounted
 claim (``l2`` for Gaussian noise, ``l1`` for Laplace noise); amplification-by-iteration solvers are
@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 from benchmarks import whitebox as wb
-from skdpsco.solvers import _core, growth
+from skdpsco import _noise
+from skdpsco.solvers import _core
 
 LIMIT = 1.0 + wb.TOLERANCE
 
@@ -87,24 +88,24 @@ def _params(names):
 def test_release_noise_draws_what_the_draw_point_draws():
     value = np.ones((2, 3))
     np.testing.assert_array_equal(
-        _core.release_noise(value, 0.7, np.random.default_rng(5)), np.random.default_rng(5).normal(0.0, 0.7, (2, 3))
+        _noise.release_noise(value, 0.7, np.random.default_rng(5)), np.random.default_rng(5).normal(0.0, 0.7, (2, 3))
     )
     np.testing.assert_array_equal(
-        _core.release_noise(value, 0.7, np.random.default_rng(5), growth.laplace_noise),
+        _noise.release_noise(value, 0.7, np.random.default_rng(5), _noise.laplace_noise),
         np.random.default_rng(5).laplace(0.0, 0.7, (2, 3)),
     )
 
 
 def test_replay_releases_the_reference_history_and_restores_the_core():
-    original = (_core.release_noise, _core.uses_kernel, _core.project_to_ball)
+    original = (_noise.release_noise, _core.uses_kernel, _core.project_to_ball)
     rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
     with wb.observed() as base:
-        released = np.zeros(2) + _core.release_noise(np.zeros(2), 1.0, rng_a)
+        released = np.zeros(2) + _noise.release_noise(np.zeros(2), 1.0, rng_a)
     with wb.observed(replay=base.releases) as other:
-        replayed = np.ones(2) + _core.release_noise(np.ones(2), 1.0, rng_b)
+        replayed = np.ones(2) + _noise.release_noise(np.ones(2), 1.0, rng_b)
     np.testing.assert_allclose(replayed, released, rtol=0, atol=1e-15)
     np.testing.assert_array_equal(other.releases[0].value, np.ones(2))
-    assert (_core.release_noise, _core.uses_kernel, _core.project_to_ball) == original
+    assert (_noise.release_noise, _core.uses_kernel, _core.project_to_ball) == original
 
 
 def test_claims_follow_the_accounted_event():

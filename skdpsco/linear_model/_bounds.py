@@ -26,7 +26,8 @@ import numpy as np
 
 from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
-from ..solvers._core import is_dask, release_noise
+from .._noise import release_noise
+from ..solvers._core import is_dask
 from ._scaling import MAGNITUDE_RANGE, MAGNITUDE_THRESHOLD, magnitude_counts
 
 __all__ = [

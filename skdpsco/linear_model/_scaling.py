@@ -44,7 +44,8 @@ from scipy import sparse
 from .. import rows as fused_rows
 from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
-from ..solvers._core import ROW_BLOCK, _dask, clip_rows, is_dask, release_noise, row_norms
+from .._noise import release_noise
+from ..solvers._core import ROW_BLOCK, _dask, clip_rows, is_dask, row_norms
 
 __all__ = [
     "CENTRED_NORM_FACTOR",

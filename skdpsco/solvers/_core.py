@@ -11,10 +11,11 @@ numpy reference: any gradient function, any iterable of row blocks. The compiled
 data: a :func:`margin_gradient` of a loss with a C derivative (:func:`kernel_loss`), row blocks
 from :func:`iter_batches` over a C-contiguous float64 ``X`` or a float64 CSR matrix (whose steps
 read only the stored entries of their rows), and a parameter vector (not a multiclass matrix).
-:func:`projected_noisy_sgd` picks between them by that explicit rule (:func:`uses_kernel`). In both, every noise draw comes from :func:`gaussian_noise` with the same
+:func:`projected_noisy_sgd` picks between them by that explicit rule (:func:`uses_kernel`). In both,
+every noise draw comes from :func:`~skdpsco._noise.gaussian_noise` with the same
 generator in the same order (the kernel receives the rows drawn for a chunk of steps), so the two
 produce the same iterates for the same seed (``tests/test_kernel.py``) and the privacy audits,
-which weaken :func:`gaussian_noise`, exercise the code path that production runs.
+which weaken :func:`~skdpsco._noise.gaussian_noise`, exercise the code path that production runs.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from functools import partial
 import numpy as np
 from scipy import sparse
 
+from .. import _noise
 from ..losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss, QHingeLoss, SquaredHingeLoss, WeightedLoss
 from ..smoothing import GaussianSmoothedLoss
 from . import _kernel
@@ -401,39 +403,6 @@ def rows_and_noise_rng(X, y, n_rows: int, rng: np.random.Generator, order=None) 
     return row_source(X, y, n_rows, order_rng, order), noise_rng
 
 
-def gaussian_noise(rng: np.random.Generator, std, shape: tuple) -> np.ndarray:
-    """The one place privacy noise is drawn: ``N(0, std**2)`` in float64.
-
-    ``std`` is a float, or an array broadcastable to ``shape`` (one standard deviation per row of
-    noise, as the compiled loop asks for a chunk of steps at once); the draws are the same, in the
-    same order, as one call per row.
-
-    Floating-point Gaussian sampling is not formally DP (Mironov 2012); a fixed ``random_state``
-    reproduces the noise and is for experiments only.
-    """
-    return rng.normal(0.0, std, size=shape)
-
-
-def release_noise(value, scale, rng: np.random.Generator, draw=None) -> np.ndarray:
-    """The noise of one noisy release ``value + noise``: ``draw(rng, scale, np.shape(value))``.
-
-    Every mechanism that releases a data-dependent ``value`` plus noise calibrated to the
-    sensitivity of ``value`` (an output, a phase's point, a noisy gradient, a noisy statistic)
-    draws that noise here and adds it itself, as it did before, so results are unchanged.
-    ``draw`` is :func:`gaussian_noise` by default (looked up at call time, so tests can weaken
-    it), or another draw point of the same signature (the Laplace draw of
-    :mod:`skdpsco.solvers.growth`), and ``scale`` its standard deviation or scale.
-
-    Naming the released value is the point: the white-box sensitivity audits
-    (``benchmarks/whitebox.py``, ``tests/test_whitebox.py``) replace this function to observe
-    ``(value, scale, noise)`` of every release on neighbouring datasets with the same noise, and
-    to replay a neighbour's run on the released history of the other. The compiled SGD loop
-    draws its noise in chunks instead; the audits run its numpy reference, which releases each
-    noisy gradient here with the same iterates.
-    """
-    return (gaussian_noise if draw is None else draw)(rng, scale, np.shape(value))
-
-
 @dataclass(frozen=True)
 class RowBatches:
     """Consecutive disjoint row blocks ``X[order[start:start + B_t]]``, each row used once.
@@ -596,13 +565,13 @@ def _reference_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, r
             total += w
         g = gradient(w, X_batch, y_batch)
         if sigma > 0:
-            g = g + release_noise(g, sigma, rng)
+            g = g + _noise.release_noise(g, sigma, rng)
         w[...] = project_to_ball(w - eta * g, radius)
 
 
 KERNEL_CHUNK_STEPS = 4096
 """Steps per call of the compiled kernel: the noise of a chunk is drawn in one
-:func:`gaussian_noise` call (at most ``4096 p`` floats), amortising Python overhead."""
+:func:`~skdpsco._noise.gaussian_noise` call (at most ``4096 p`` floats), amortising Python overhead."""
 
 
 def kernel_loss(loss) -> tuple[int, float] | None:
@@ -663,12 +632,12 @@ def _kernel_reads(X) -> bool:
 
 
 def _chunk_noise(rng, stds: np.ndarray, n_params: int) -> np.ndarray:
-    """Noise rows for the noisy steps of one chunk: one :func:`gaussian_noise` call, drawing what
+    """Noise rows for the noisy steps of one chunk: one :func:`~skdpsco._noise.gaussian_noise` call, drawing what
     one call per step would draw, in the same order."""
     if stds.size == 0:
         return np.empty((0, n_params))
     std = stds[0] if np.all(stds == stds[0]) else stds[:, None]
-    return np.ascontiguousarray(gaussian_noise(rng, std, (stds.size, n_params)), dtype=np.float64)
+    return np.ascontiguousarray(_noise.gaussian_noise(rng, std, (stds.size, n_params)), dtype=np.float64)
 
 
 def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng) -> None:
@@ -792,12 +761,27 @@ def is_dask(X) -> bool:
     return hasattr(X, "__dask_graph__") or getattr(X, "is_lazy_rows", False)
 
 
-def _dask():
-    """:mod:`skdpsco._dask`, imported when a Dask collection reaches a function that has a Dask
-    branch (the optional extra is then installed: the collection exists)."""
-    from .. import _dask
+_DASK = {}
+"""``{"module": skdpsco._dask}`` once that module is imported: it registers itself
+(:func:`register_dask`), since it imports this module and is imported only with Dask input."""
 
-    return _dask
+
+def register_dask(module) -> None:
+    """Record ``module`` (:mod:`skdpsco._dask`, which calls this when imported) as :func:`_dask`."""
+    _DASK["module"] = module
+
+
+def _dask():
+    """:mod:`skdpsco._dask`, for a function with a Dask branch that received a Dask collection.
+
+    The core does not import it (it imports the core): it registered itself on import
+    (:func:`register_dask`), which ``fit`` does when it receives a Dask collection, before any
+    row reaches the core (``_validated_dask`` of :mod:`skdpsco.linear_model._base`).
+    """
+    if "module" not in _DASK:
+        raise RuntimeError("Dask rows reach the solvers through fit: import skdpsco._dask before passing a "
+                           "Dask collection to skdpsco.solvers directly.")
+    return _DASK["module"]
 
 
 def margin_gradient(loss, l2_penalty: float = 0.0) -> MarginGradient:

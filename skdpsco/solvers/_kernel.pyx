@@ -10,7 +10,7 @@ on a vector ``w`` of shape (p,), reading the rows ``X[order[start:start + B_t]]`
 copy of ``X``), with the loss derivative ``phi'`` in C (one code per loss of
 :mod:`skdpsco.losses` / :mod:`skdpsco.smoothing`, :data:`LOSS_CODES`), times the row's relative
 weight ``c_i`` for a weighted loss (:class:`skdpsco.losses.WeightedLoss`). The kernel draws no
-randomness: the noise rows ``xi_t`` are drawn by :func:`skdpsco.solvers._core.gaussian_noise`, the
+randomness: the noise rows ``xi_t`` are drawn by :func:`skdpsco._noise.gaussian_noise`, the
 one place privacy noise is drawn, and passed in, so the privacy audits that weaken that function
 exercise this kernel. The numpy loop of ``_core.py`` is the reference; ``tests/test_kernel.py``
 checks that both produce the same iterates for the same noise draws.

@@ -141,7 +141,7 @@ last index, ``feldman.md`` pitfall D13), which the PLD conversion of the Gaussia
 therefore not offered; ``tests/test_ftrl.py`` pins this.
 
 Randomness: ``rng`` is split into the row order (a uniformly random permutation, or a fixed public
-``order`` for audits) and the noise, drawn by :func:`skdpsco.solvers._core.gaussian_noise`.
+``order`` for audits) and the noise, drawn by :func:`skdpsco._noise.gaussian_noise`.
 """
 
 from __future__ import annotations
@@ -156,20 +156,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.special import gammaln
 
+from .. import _noise
 from ..accounting import gaussian_event, gaussian_noise_multiplier
 from ..geometry import CONSTRAINTS, dual_exponent, ftrl_step
 from . import _core
 from ._core import (
     SolverResult,
-    clip_rows,
-    margin_gradient,
     projected_noisy_sgd,
     row_norms,
     rows_and_noise_rng,
 )
 
-if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
-    from . import Problem
+if TYPE_CHECKING:
+    from ._problem import Problem
 
 __all__ = [
     "FTRLPlan",
@@ -301,7 +300,7 @@ def dual_averaging(
     Starts at ``w_1 = 0`` (``argmin_W Psi`` for the potentials and balls here), reads one batch per
     step (``g_t`` is the batch-averaged gradient), draws ``xi_t ~ N(0, noise_std_t**2 I)`` fresh at
     every step (``noise_std`` a float, or one value per step) with
-    :func:`skdpsco.solvers._core.gaussian_noise` (looked up at call time, so tests can weaken it), and
+    :func:`skdpsco._noise.gaussian_noise` (looked up at call time, so tests can weaken it), and
     returns ``w_{n+1}``, or with ``average=True`` the mean of ``w_1..w_n`` (the points where the
     gradients were taken). ``G`` is accumulated in float64 (§2.3 "Numerics").
     """
@@ -313,7 +312,7 @@ def dual_averaging(
         iterate_sum += w
         g = gradient(w, X_batch, y_batch)
         total += g
-        total += _core.release_noise(g, std, rng)
+        total += _noise.release_noise(g, std, rng)
         w = mirror_step(-eta * total)
     return iterate_sum / len(steps) if average else w
 

@@ -24,11 +24,11 @@ cancels (as in :mod:`.phased`).
 * ``delta > 0``: Gaussian ``N(0, (Delta_j sigma_unit)**2 I)`` with ``sigma_unit`` the PLD-exact
   multiplier of :func:`skdpsco.accounting.gaussian_noise_multiplier` (not the paper's
   ``4 L eta sqrt(log(1/delta)) / epsilon``, erratum P1.5 / P2); drawn by
-  :func:`skdpsco.solvers._core.gaussian_noise`.
+  :func:`skdpsco._noise.gaussian_noise`.
 * pure epsilon-DP (``delta == 0``, or ``noise='laplace'``): i.i.d. Laplace coordinates of scale
   ``sqrt(p) Delta_j / epsilon`` (the ``l1``-sensitivity is at most ``sqrt(p) Delta_j``; Lemma 2.2
-  with ``epsilon_i = epsilon``, erratum P1.1); drawn by :func:`laplace_noise`, the one Laplace draw
-  point. Its event is :func:`skdpsco.accounting.pure_dp_event`.
+  with ``epsilon_i = epsilon``, erratum P1.1); drawn by :func:`~skdpsco._noise.laplace_noise`, the
+  one Laplace draw point. Its event is :func:`skdpsco.accounting.pure_dp_event`.
 
 **Privacy** (§2.3, P6). Each row is read by exactly one phase (of one epoch); the phases before it
 do not depend on it and those after it post-process that phase's release. So every row enters
@@ -112,8 +112,8 @@ from ._core import SolverResult, iter_batches, margin_gradient, order_and_noise_
 from .erm import certified_iterations, certified_minimize
 from .phased import check_step_scale, freeze_arrays, validated_constants
 
-if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
-    from . import Problem
+if TYPE_CHECKING:
+    from ._problem import Problem
 
 __all__ = [
     "DEFAULT_KAPPA_LOWER",
@@ -128,7 +128,6 @@ __all__ = [
     "epoch_base_step",
     "default_step_scale",
     "equal_blocks",
-    "laplace_noise",
     "localization_step",
     "n_epochs",
     "n_phases",
@@ -160,16 +159,6 @@ NOISE_KINDS = ("auto", "gaussian", "laplace")
 # -- noise ----------------------------------------------------------------------------------------------
 
 
-def laplace_noise(rng: np.random.Generator, scale: float, shape: tuple) -> np.ndarray:
-    """The one place Laplace privacy noise is drawn: i.i.d. ``Lap(scale)`` coordinates in float64.
-
-    Like :func:`skdpsco.solvers._core.gaussian_noise`, floating-point sampling is not formally DP
-    (Mironov 2012), and a fixed ``random_state`` is for experiments only. Looked up on this module
-    at call time, so tests can weaken it.
-    """
-    return rng.laplace(0.0, scale, size=shape)
-
-
 @dataclass(frozen=True)
 class OutputNoise:
     """Output-perturbation noise per unit of replace-one ``l2``-sensitivity (§2.0, P2).
@@ -195,7 +184,7 @@ class OutputNoise:
 
     def release(self, rng: np.random.Generator, sensitivity: float, value: np.ndarray) -> np.ndarray:
         """``value`` plus its noise, for ``value`` of ``l2``-sensitivity ``sensitivity``, via
-        :func:`skdpsco._secure.noisy_release` (:func:`skdpsco.solvers._core.release_noise` and the
+        :func:`skdpsco._secure.noisy_release` (:func:`skdpsco._noise.release_noise` and the
         one draw point of its kind; on a grid with discrete noise in secure mode, where the
         Laplace release is planned on the ``l1``-sensitivity ``sqrt(p) sensitivity``)."""
         laplace = self.kind != "gaussian"

@@ -73,8 +73,8 @@ from ..accounting import (
 from .._secure import noisy_release
 from ._core import SolverResult, iter_batches, margin_gradient, noisy_sgd_steps, project_to_ball
 
-if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
-    from . import Problem
+if TYPE_CHECKING:
+    from ._problem import Problem
 
 __all__ = [
     "GradientPerturbationPlan",
@@ -371,7 +371,7 @@ def run_output_perturbation(
     sequence in which no row is drawn more than ``k_T`` times (Thm 7's good event; enforced here
     for given ``indices``) and, with ``tight_sensitivity``, given every index sequence; audits use
     this to draw the differing row as often as allowed. The output noise comes from an independent
-    child generator, through :func:`skdpsco.solvers._core.gaussian_noise` (on a grid with discrete
+    child generator, through :func:`skdpsco._noise.gaussian_noise` (on a grid with discrete
     noise in secure mode, :func:`skdpsco._secure.noisy_release`).
 
     Raises

@@ -150,11 +150,12 @@ from scipy.special import expit, softmax
 from .._secure import noisy_release
 from ..accounting import epsilon_of, gaussian_event, gaussian_noise_multiplier
 from ..losses import LogisticLoss, MultinomialLogisticLoss, PowerLoss, WeightedLoss
-from ._core import SolverResult, _dask, is_dask, project_to_ball, release_noise, scale_sparse_rows
+from .._noise import release_noise
+from ._core import SolverResult, _dask, is_dask, project_to_ball, scale_sparse_rows
 from .noisy_gd import _NOISE_SAFETY  # the same round-up of a closed-form noise level
 
-if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
-    from . import Problem
+if TYPE_CHECKING:
+    from ._problem import Problem
 
 __all__ = [
     "LOGISTIC_STEPS",
@@ -549,7 +550,7 @@ class PrivateNewton:
 
         Every gradient and every Hessian is released by :func:`skdpsco._secure.noisy_release`
         with the planned noise and sensitivity (module docstring, "Secure mode"): ``value +``
-        :func:`~._core.release_noise` (this module's name, looked up at each call so that the
+        :func:`~skdpsco._noise.release_noise` (this module's name, looked up at each call so that the
         tests can replace it), or on a grid with discrete Gaussian noise when ``rng`` is a secure
         generator."""
         if X.shape[0] != plan.n_samples:

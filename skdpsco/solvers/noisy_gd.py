@@ -75,8 +75,8 @@ from ..accounting import (
 from ..defaults import noisy_gd_schedule
 from ._core import SolverResult, full_batches, projected_noisy_sgd
 
-if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
-    from . import Problem
+if TYPE_CHECKING:
+    from ._problem import Problem
 
 __all__ = ["NoisyGD", "NoisyGDPlan", "composition_sensitivity", "last_iterate_rho_coefficient"]
 

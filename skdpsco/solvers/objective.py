@@ -116,20 +116,19 @@ from dp_accounting.pld import privacy_loss_mechanism
 from dp_accounting.pld.common import DifferentialPrivacyParameters
 from scipy.optimize import minimize_scalar
 
+from .. import _noise
 from ..accounting import (
     DELTA_DIVISOR,
     ObjectivePerturbationDpEvent,
     calibrate_noise,
-    epsilon_of,
     gaussian_event,
     objective_perturbation_epsilon,
 )
-from . import _core
 from ._core import SolverResult, margin_gradient, project_to_ball
 from .erm import certified_iterations, certified_minimize
 
-if TYPE_CHECKING:  # a run-time import would be circular: the registry imports the solvers
-    from . import Problem
+if TYPE_CHECKING:
+    from ._problem import Problem
 
 __all__ = [
     "DELTA_DIVISOR",
@@ -419,7 +418,7 @@ def run_objective_perturbation(
     linear_rng, output_rng = rng.spawn(2)
     shape = tuple(problem.coef_shape)
     lam, n = plan.regularization, plan.n_samples
-    shift = _core.gaussian_noise(linear_rng, plan.linear_noise_std, shape) / n  # b / n, mean form
+    shift = _noise.gaussian_noise(linear_rng, plan.linear_noise_std, shape) / n  # b / n, mean form
     loss_gradient = margin_gradient(problem.loss, lam)
 
     def gradient(w):
@@ -428,7 +427,7 @@ def run_objective_perturbation(
     w = certified_minimize(
         gradient, -shift / lam, None, plan.smoothness + lam, lam, plan.tolerance, plan.n_iterations
     )
-    released = w + _core.release_noise(w, plan.output_noise_std, output_rng)
+    released = w + _noise.release_noise(w, plan.output_noise_std, output_rng)
     coef = project_to_ball(released, float(problem.radius))
     return SolverResult(coef=coef, dp_event=plan.dp_event, n_gradients=plan.n_gradients, info=plan.info())
 

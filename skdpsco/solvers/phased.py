@@ -69,8 +69,8 @@ from ..accounting import gaussian_event, gaussian_noise_multiplier
 from ._core import SolverResult, margin_gradient, project_to_ball, projected_noisy_sgd, rows_and_noise_rng
 from .erm import certified_iterations, certified_minimize
 
-if TYPE_CHECKING:  # a run-time import would be circular: the registry imports this module
-    from . import Problem
+if TYPE_CHECKING:
+    from ._problem import Problem
 
 __all__ = [
     "PhasedERM",
@@ -444,8 +444,8 @@ def _release_phases(
     ``i`` reads the ``plan.sizes[i]`` rows from position ``first_i`` of the row source (``first``
     for the first phase, then consecutive); return ``Pi_K(w_k)``.
 
-    The noise is drawn by :func:`skdpsco.solvers._core.release_noise` from
-    :func:`~skdpsco.solvers._core.gaussian_noise`, the one noise source (looked up on the module at
+    The noise is drawn by :func:`skdpsco._noise.release_noise` from
+    :func:`~skdpsco._noise.gaussian_noise`, the one noise source (looked up on the module at
     call time, so tests can weaken and observe it), through :func:`skdpsco._secure.noisy_release`
     (on a grid with discrete noise in secure mode).
     """

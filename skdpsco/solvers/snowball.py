@@ -42,104 +42,19 @@ import numpy as np
 
 from ..accounting import amplification_by_iteration_rho, calibrate_zcdp_rho, zcdp_event
 from ..defaults import SNOWBALL_NOISE_MULTIPLIERS as NOISE_MULTIPLIERS
-from ..defaults import snowball_noise_multiplier
+from ..defaults import (
+    SNOWBALL_SCHEDULES as SCHEDULES,
+    privacy_batch_sizes,
+    snowball_noise_multiplier,
+    snowball_rows_needed,
+    step_multipliers,
+)
 from ._core import SolverResult, pool_noise, projected_noisy_sgd, rows_and_noise_rng
-
-SCHEDULES = ("jnn", "constant")
-
-_CEIL_SAFETY = 1.0 + 1e-12  # feldman.md pitfall D7: round batch sizes up, robustly.
-
-
-def jnn_step_multipliers(n_steps: int) -> np.ndarray:
-    """Relative step sizes of the Jain–Nagaraj–Netrapalli schedule (FKT Def. 3.3, ``feldman.md`` §A2).
-
-    With ``k = ceil(log2 T)`` and ``T_i = T - ceil(T 2**-i)``, steps ``T_i < t <= T_{i+1}`` get
-    ``2**-i``: the first half of the steps use 1, each following block is about half as long
-    with half the step, and the last step alone uses ``2**-k``.
-    """
-    if n_steps < 1:
-        raise ValueError("n_steps must be >= 1.")
-    k = math.ceil(math.log2(n_steps)) if n_steps > 1 else 0
-    boundaries = [n_steps - math.ceil(n_steps * 2.0**-i) for i in range(k + 1)] + [n_steps]
-    multipliers = np.empty(n_steps)
-    for i in range(k + 1):
-        multipliers[boundaries[i] : boundaries[i + 1]] = 2.0**-i
-    return multipliers
-
-
-def step_multipliers(schedule: str, n_steps: int) -> np.ndarray:
-    """Relative step sizes ``m_t`` (the steps are ``eta_t = c m_t / sqrt(T)``)."""
-    if schedule == "jnn":
-        return jnn_step_multipliers(n_steps)
-    if schedule == "constant":
-        return np.ones(n_steps)
-    raise ValueError(f"schedule must be one of {SCHEDULES}; got {schedule!r}.")
-
-
-def privacy_batch_sizes(
-    multipliers: np.ndarray, n_params: int, noise_multiplier: float, rho: float
-) -> np.ndarray:
-    """Smallest batch sizes with ``rho_t <= rho`` for every step (``feldman.md`` §A1).
-
-    From :func:`~skdpsco.accounting.amplification_by_iteration_rho` with ``sigma = kappa L /
-    sqrt(p)``: ``B_t >= 2 sqrt(p) eta_t / (kappa sqrt(2 rho) sqrt(sum_{s>=t} eta_s**2))``, which
-    depends on the steps only through their ratios and not on ``L``.
-    """
-    tail = np.sqrt(np.cumsum(multipliers[::-1] ** 2)[::-1])
-    exact = 2.0 * math.sqrt(n_params) * multipliers / (noise_multiplier * math.sqrt(2.0 * rho) * tail)
-    return np.ceil(exact * _CEIL_SAFETY).astype(np.int64)
-
-
-def _rows_needed(schedule: str, n_steps: int, n_params: int, kappa: float, rho: float) -> int:
-    return int(privacy_batch_sizes(step_multipliers(schedule, n_steps), n_params, kappa, rho).sum())
-
-
-def max_steps(n_samples: int, schedule: str, n_params: int, kappa: float, rho: float) -> int:
-    """Largest ``T`` whose privacy-calibrated batches fit in ``n_samples`` rows (0 if none).
-
-    The rows needed grow with ``T`` and are at least ``T`` (one per step), so the answer lies in
-    the bracket ``rows(feasible) <= n < rows(infeasible)`` that starts as ``[1, n + 1]`` (the
-    upper end needs no evaluation). It is shrunk by interpolation on the rows needed, nearly
-    linear in ``T``, with the Illinois correction (an end kept twice in a row counts half as far
-    from the target) and a bisection after any step that did not halve the bracket, which bounds
-    the count of evaluations, each ``O(T)``, by twice that of bisection; it takes about 8 at
-    ``n = 10^6``.
-    """
-    def rows(n_steps: int) -> int:
-        return _rows_needed(schedule, n_steps, n_params, kappa, rho)
-
-    if rows(1) > n_samples:
-        return 0
-    target = n_samples + 0.5  # rows are integers: the answer is where they cross n + 1/2
-    feasible, rows_feasible = 1, float(rows(1))
-    infeasible, rows_infeasible = n_samples + 1, float(n_samples + 1)
-    kept, bisect = 0, False  # kept: -1 / +1 when the last step moved the feasible / infeasible end
-    while infeasible - feasible > 1:
-        width = infeasible - feasible
-        if bisect:
-            mid = (feasible + infeasible) // 2
-        else:
-            guess = feasible + int((target - rows_feasible) * width / (rows_infeasible - rows_feasible))
-            mid = min(max(guess, feasible + 1), infeasible - 1)
-        rows_mid = rows(mid)
-        if rows_mid <= n_samples:
-            feasible, rows_feasible = mid, float(rows_mid)
-            if kept == -1:
-                rows_infeasible = target + (rows_infeasible - target) / 2
-            kept = -1
-        else:
-            infeasible, rows_infeasible = mid, float(rows_mid)
-            if kept == 1:
-                rows_feasible = target - (target - rows_feasible) / 2
-            kept = 1
-        bisect = not bisect and infeasible - feasible > width / 2
-    return feasible
-
 
 def min_samples(n_params: int, epsilon: float, delta: float) -> int:
     """Fewest rows for which some public noise multiplier admits one Snowball step (§A3, D8)."""
     rho = calibrate_zcdp_rho(epsilon, delta)
-    return min(_rows_needed("constant", 1, n_params, kappa, rho) for kappa in NOISE_MULTIPLIERS)
+    return min(snowball_rows_needed("constant", 1, n_params, kappa, rho) for kappa in NOISE_MULTIPLIERS)
 
 
 @dataclass(frozen=True)
