@@ -13,6 +13,7 @@ import skdpsco.rows as fused_rows
 import skdpsco.linear_model._scaling as scaling
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
+from benchmarks.rare_column import rare_table
 
 
 def _sums(rows, bound):
@@ -338,22 +339,12 @@ def test_variance_floor_is_applied_to_the_released_second_moment(monkeypatch):
     assert scale[0] == scale[1] == math.sqrt(floor)
 
 
-def _rare_indicator_table(n, rng):
-    """Three numeric columns and the indicators of a categorical's levels 1-3 (level 0 the
-    reference), the last in 0.8 % of the rows."""
-    numeric = rng.normal(size=(n, 3)) * [1.0, 10.0, 0.1] + [0.0, 50.0, 1.0]
-    levels = rng.choice(4, size=n, p=[0.6, 0.3, 0.092, 0.008])
-    indicators = np.eye(4)[levels][:, 1:]
-    logit = numeric[:, 0] + (numeric[:, 1] - 50.0) / 10.0 - 5.0 * (numeric[:, 2] - 1.0) + indicators @ [0.5, -0.5, -0.8]
-    return np.hstack([numeric, indicators]), (rng.random(n) < 1.0 / (1.0 + np.exp(-logit))).astype(int)
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_rare_indicator_coefficient_is_bounded_through_the_floor(seed):
     # The rare level's released variance is at the noise level; standardised by the floor's scale,
     # its coefficient is at most radius_ / (s_j sqrt(floor) C): the trained model lies in the ball of
     # radius radius_, and coef_ divides it by s_j scale_j C with scale_j >= sqrt(floor).
-    X, y = _rare_indicator_table(6000, np.random.default_rng(123))
+    X, y = rare_table(6000, np.random.default_rng(123))  # a level in 0.8 % of the rows, the last column
     model = DPLogisticRegression(classes=[0, 1], random_state=seed, accountant=PrivacyAccountant()).fit(X, y)
     mean, scale, clip_norm = model.standardisation_
     floor = model._plan_scaling(*X.shape).variance_floor
