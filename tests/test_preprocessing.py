@@ -47,6 +47,30 @@ def test_sensitivities_bound_every_replacement_and_are_attained():
     assert second_sensitivity == pytest.approx(np.linalg.norm(((upper - lower) / 2) ** 2) / n)
 
 
+def test_weighted_sums_keep_the_sensitivities_and_the_total_weight_moves_by_one_over_n():
+    # The weighted releases (DPStandardScaler's Notes): mean_i(c_i), mean_i(c_i (x_i - m)) and
+    # mean_i(c_i (x_i - m)**2) with c_i in [0, 1]; a replaced row changes its value and its weight.
+    lower, upper = np.array([-1.0, 0.0]), np.array([3.0, 0.5])
+    n = 5
+    mean_sensitivity, second_sensitivity = scaler_sensitivities(lower, upper, n)
+    rng = np.random.default_rng(0)
+    base, weights = rng.uniform(lower - 1, upper + 1, size=(n, 2)), rng.uniform(size=n)
+    corners = list(itertools.product(*zip(lower, upper))) + [tuple((lower + upper) / 2)]
+
+    def weighted(X, c):
+        centred = np.clip(X, lower, upper) - (lower + upper) / 2
+        return c.mean(), (c[:, None] * centred).mean(axis=0), (c[:, None] * centred**2).mean(axis=0)
+
+    worst = np.zeros(3)
+    for (old, c_old), (new, c_new) in itertools.product(itertools.product(corners, (0.0, 0.5, 1.0)), repeat=2):
+        X0, X1, w0, w1 = base.copy(), base.copy(), weights.copy(), weights.copy()
+        X0[0], X1[0], w0[0], w1[0] = old, new, c_old, c_new
+        worst = np.maximum(worst, [np.linalg.norm(np.subtract(a, b)) for a, b in zip(weighted(X0, w0), weighted(X1, w1))])
+    assert worst[0] == pytest.approx(1.0 / n)
+    assert worst[1] == pytest.approx(mean_sensitivity)  # weight 1 at the lower corner -> weight 1 at the upper
+    assert worst[2] == pytest.approx(second_sensitivity)
+
+
 def test_fit_is_calibrated_exactly_and_recorded_once():
     X = np.random.default_rng(1).normal(size=(1000, 3))
     ledger = PrivacyAccountant()
