@@ -4,8 +4,9 @@ A :class:`sklearn.preprocessing.StandardScaler` fitted on the training rows publ
 per-feature means and variances (``mean_``, ``var_``, and through ``transform`` every model
 trained after it): a pipeline that puts it in front of a private model is not private.
 :class:`DPStandardScaler` releases the same statistics through the Gaussian mechanism, with the
-features clipped to public bounds, and records the release with the shared accountant like any
-private fit (``DESIGN.md``, "Privacy model").
+features clipped to public bounds or to bounds released privately in the same fit (the estimators'
+orders of magnitude), and records the release with the shared accountant like any private fit
+(``DESIGN.md``, "Privacy model").
 
 Per-row transforms need no budget
 ---------------------------------
@@ -43,13 +44,21 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder, OrdinalEncoder
 from sklearn.utils import get_tags
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._delta import resolve_delta
 from ._secure import is_secure, noisy_release, secure_event
-from .accounting import PrivacyAccountant, calibrate_noise, epsilon_of, gaussian_event
+from .accounting import (
+    PrivacyAccountant,
+    calibrate_noise,
+    calibrate_zcdp_rho,
+    epsilon_of,
+    gaussian_event,
+    gaussian_noise_multiplier,
+)
 from .accounting._ledger import CarriesDefaultLedger, charge_fit
-from .linear_model._base import _generator
+from .linear_model import _bounds, _scaling
+from .linear_model._base import _generator, relative_weights
 
 __all__ = [
     "DPStandardScaler",
@@ -109,12 +118,83 @@ def _calibrated(epsilon: float, delta: float, n_releases: int, secure: bool = Fa
     return multiplier, epsilon_of(_scaler_event(multiplier, n_releases, secure), delta)
 
 
+def _scales_plan(n_samples: int, n_features: int, mu: float) -> tuple:
+    """The release of the features' orders of magnitude without ``feature_bounds``, for a whole
+    ``mu``-GDP budget, and the ``mu`` left for the statistics: the estimators' per-feature
+    magnitudes (:func:`~skdpsco.linear_model._scaling.plan_scaling`; their share of ``mu**2`` is
+    :data:`~skdpsco.linear_model._scaling.MAGNITUDE_SHARE` against
+    :data:`~skdpsco.linear_model._scaling.SCALING_SHARE` for the statistics, as in the
+    estimators), or, on rows too few for them
+    (:attr:`~skdpsco.linear_model._scaling.ScalingPlan.resolves_magnitudes` false), the
+    estimators' one private row bound (:func:`~skdpsco.linear_model._bounds.plan_bound`, at
+    :func:`~skdpsco.linear_model._bounds.row_bound_share` of the budget). Returns ``(plan,
+    event, statistics_mu)``."""
+    plan = _scaling.plan_scaling(n_samples, n_features, None, gaussian_mu=mu)
+    if plan.resolves_magnitudes:
+        share = _scaling.MAGNITUDE_SHARE / (_scaling.MAGNITUDE_SHARE + _scaling.SCALING_SHARE)
+        # the plan's events are the magnitudes', then the moments' (ScalingPlan.dp_event): the first only
+        return plan, plan.dp_event.events[0], math.sqrt(1.0 - share) * mu
+    share = _bounds.row_bound_share(n_samples, gaussian_mu=mu)
+    bound = _bounds.plan_bound(gaussian_mu=math.sqrt(share) * mu)
+    return bound, bound.dp_event, math.sqrt(1.0 - share) * mu
+
+
+def _release_scales(X: np.ndarray, plan, rng: np.random.Generator) -> np.ndarray:
+    """The powers of two ``s_j`` that :func:`_scales_plan`'s release gives the features: each
+    feature's order of magnitude (:func:`~skdpsco.linear_model._scaling.release_magnitudes`), or
+    one released bound on the row norms for all (:func:`~skdpsco.linear_model._bounds.release_bound`:
+    ``|x_j| <= ||x||``)."""
+    n_features = X.shape[1]
+    if isinstance(plan, _bounds.BoundPlan):
+        return np.full(n_features, _bounds.release_bound(_scaling.feature_passes(X, n_features).row_norms(), plan, rng))
+    return _scaling.release_magnitudes(X, plan, rng)
+
+
+def _scales_fit_event(n_samples: int, n_features: int, n_releases: int, mu: float, secure: bool) -> tuple:
+    """``(plan, multiplier, event)`` of a fit without ``feature_bounds`` at the budget ``mu``:
+    the scales' release (:func:`_scales_plan`) and the ``n_releases`` statistics, each a
+    Gaussian of noise ``multiplier`` times its sensitivity, ``multiplier = sqrt(n_releases) /
+    mu_s`` so that they compose to the ``mu_s``-GDP left (Dong, Roth & Su 2022, Cor. 3.3)."""
+    plan, scales_event, statistics_mu = _scales_plan(n_samples, n_features, mu)
+    multiplier = math.sqrt(n_releases) / statistics_mu
+    event = dp_accounting.ComposedDpEvent([scales_event, _scaler_event(multiplier, n_releases)])
+    return plan, multiplier, secure_event(event) if secure else event
+
+
+@lru_cache(maxsize=128)
+def _calibrated_scales(n_samples: int, n_features: int, epsilon: float, delta: float, n_releases: int,
+                       secure: bool = False) -> tuple:
+    """:func:`_scales_fit_event` for the largest budget that meets (epsilon, delta), and the
+    epsilon it spends: ``mu`` of the one Gaussian release meeting (epsilon, delta), or in
+    secure mode ``sqrt(2 rho)`` of the largest ``rho``-zCDP meeting it, as the estimators'
+    budget; lowered by bisection only if the numerical conversion of the composed event
+    overspends. Public inputs only, hence cached. Returns ``(plan, multiplier, event, spent)``."""
+    mu = math.sqrt(2.0 * calibrate_zcdp_rho(epsilon, delta)) if secure else 1.0 / gaussian_noise_multiplier(epsilon, delta)
+
+    def event(inverse_mu: float) -> dp_accounting.DpEvent:
+        return _scales_fit_event(n_samples, n_features, n_releases, 1.0 / inverse_mu, secure)[2]
+
+    inverse_mu = 1.0 / mu
+    if epsilon_of(event(inverse_mu), delta) > epsilon:
+        inverse_mu = calibrate_noise(event, epsilon, delta, initial=inverse_mu, rtol=1e-4)
+    plan, multiplier, final = _scales_fit_event(n_samples, n_features, n_releases, 1.0 / inverse_mu, secure)
+    return plan, multiplier, final, epsilon_of(final, delta)
+
+
+def _weighted_mean(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """``mean_i(c_i values_i)`` over the rows (over ``n``, public): the plain mean without weights."""
+    if weights is None:
+        return values.mean(axis=0)
+    return weights @ values / values.shape[0]
+
+
 class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLedger, BaseEstimator):
     """Standardise features with (epsilon, delta)-differentially private means and variances.
 
-    Each feature is clipped to public bounds ``[l_j, u_j]`` (a per-row map: no privacy cost),
-    then its mean and variance are estimated with the Gaussian mechanism. Replace-one
-    neighbours, ``n`` public. The fit is recorded with the accountant before the rows are read.
+    Each feature is clipped to bounds ``[l_j, u_j]`` (a per-row map: no privacy cost), public
+    (``feature_bounds``) or released inside the fit, then its (weighted) mean and variance are
+    estimated with the Gaussian mechanism. Replace-one neighbours, ``n`` public. The fit is
+    recorded with the accountant, as one event, before the rows are read.
 
     Parameters
     ----------
@@ -123,11 +203,13 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
     delta : float or 'auto', default='auto'
         Privacy parameter delta in (0, 1), below ``1 / n_samples`` (``fit`` refuses a larger
         one). ``'auto'``: :func:`skdpsco.default_delta` of the number of rows.
-    feature_bounds : tuple (lower, upper), required
+    feature_bounds : tuple (lower, upper) or None, default=None
         Public bounds of the features: each a scalar or an array of shape (n_features,), with
         ``lower < upper`` and ``((upper - lower) / 2)**2`` finite. They must not be computed from the training rows (that would leak
         their extremes). Values outside are clipped before the statistics are computed; the
-        noise grows with ``upper - lower``.
+        noise grows with ``upper - lower``. ``None``: the bounds are released inside the fit,
+        by the estimators' private feature scaling (see Notes), ``+-sqrt(2) s_j`` for a power of
+        two ``s_j`` per feature (``feature_scales_``).
     with_mean : bool, default=True
         Centre the data before scaling (as :class:`~sklearn.preprocessing.StandardScaler`).
     with_std : bool, default=True
@@ -143,6 +225,9 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
         releases its single noisy statistics on a grid with exact discrete noise (see
         :func:`skdpsco.set_config` and the user guide's "Secure mode"); ``False``: numpy's
         seeded generator; ``None``: the global ``skdpsco.get_config()['secure_noise']``.
+    max_weight : float, default=1.0
+        Public bound on every ``sample_weight`` (as the estimators' ``max_weight``); a larger
+        weight is refused before anything is charged. Unused without weights.
 
     Attributes
     ----------
@@ -156,6 +241,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
         when ``with_std=False``.
     scale_ : ndarray of shape (n_features,) or None
         ``sqrt(var_)``; ``None`` when ``with_std=False``.
+    feature_scales_ : ndarray of shape (n_features,) or None
+        Without ``feature_bounds``: the released powers of two ``s_j``; the bounds were
+        ``+-sqrt(2) s_j``, and ``mean_``, ``var_`` and ``noise_std_`` are of ``x / s`` times
+        ``s`` (``s**2``). ``None`` with public bounds, or when nothing is estimated.
     n_samples_seen_ : int
     n_features_in_ : int
     epsilon_, delta_ : float
@@ -163,30 +252,52 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
     dp_event_ : dp_accounting.DpEvent
         The event recorded with the accountant.
     noise_std_ : tuple of float
-        Standard deviation of the noise on the mean and on the second moment (public).
+        Standard deviation of the noise on the mean and on the second moment (public), in the
+        units of ``x / feature_scales_`` without ``feature_bounds``; with ``sample_weight``, a
+        last entry for the noise on the mean relative weight ``mean_i(w_i) / max_weight``.
 
     Notes
     -----
     Mechanism (the sensitivities are :func:`scaler_sensitivities`): with ``m``, ``h`` the
-    public midpoints and half-ranges and ``x`` the clipped rows,
+    midpoints and half-ranges of the bounds, ``x`` the clipped rows and ``c_i = w_i /
+    max_weight`` in ``[0, 1]`` the relative weights (1 without ``sample_weight``),
 
-    * ``mu = m + mean_i(x_i - m) + N(0, (z D1)**2 I)``, ``D1 = ||u - l||_2 / n``;
-    * ``S = mean_i((x_i - m)**2) + N(0, (z D2)**2 I)``, ``D2 = ||h**2||_2 / n`` (only with
-      ``with_std``);
+    * ``t = mean_i(c_i) + N(0, (z / n)**2)``, floored at its noise ``z / n`` (only with
+      ``sample_weight``; one relative weight moves ``mean_i(c_i)`` by at most ``1 / n``;
+      ``t = 1`` without);
+    * ``mu = m + (mean_i(c_i (x_i - m)) + N(0, (z D1)**2 I)) / t``, ``D1 = ||u - l||_2 / n``;
+    * ``S = (mean_i(c_i (x_i - m)**2) + N(0, (z D2)**2 I)) / t``, ``D2 = ||h**2||_2 / n`` (only
+      with ``with_std``);
     * ``var = S - (mu - m)**2``, clipped to ``[floor, h**2]``; ``mu`` clipped to ``[l, u]``
       (post-processing).
 
-    Both releases use the same noise multiplier ``z``, the smallest for which their composition,
-    ``SelfComposedDpEvent(gaussian_event(z, 1), 2)``, meets (epsilon, delta)
+    A weight in ``[0, 1]`` leaves the sensitivities of the sums as they are without weights (a
+    term ``c (x - m)`` stays within ``[-h, h]``, ``c (x - m)**2`` within ``[0, h**2]``), so
+    ``mu`` and ``var`` are the weighted mean and variance ``StandardScaler`` computes with the
+    same weights, up to the noise and the clip.
+
+    The releases use the same noise multiplier ``z``, the smallest for which their composition,
+    ``SelfComposedDpEvent(gaussian_event(z, 1), k)``, meets (epsilon, delta)
     (:func:`skdpsco.accounting.calibrate_noise`, exact PLD composition). ``transform`` does not
     clip: it is applied to rows of the user's choosing and releases nothing about the
     training rows beyond ``mean_`` and ``scale_``.
 
-    ``fit`` takes no ``sample_weight`` (so ``sklearn.utils.validation.has_fit_parameter`` says so,
-    and a pipeline asked to pass one raises ``TypeError``): the statistics are of the unweighted
-    rows, like ``StandardScaler`` fitted without weights. A weighted mean divides by the total
-    weight of the rows, a further quantity to release; the estimators' own ``feature_scaling``
-    standardises the unweighted rows too, and their ``sample_weight`` weighs the loss only.
+    Without ``feature_bounds`` the bounds are released first, in the same event, by the
+    estimators' private feature scaling (:mod:`skdpsco.linear_model._scaling`, step 0): a noisy
+    histogram of every feature's binary order of magnitude gives a power of two ``s_j``
+    (:func:`~skdpsco.linear_model._scaling.release_magnitudes`; of the unweighted entries), or,
+    on rows too few for the histogram at the budget, one private bound ``s`` on the row norms
+    for every feature (:func:`~skdpsco.linear_model._bounds.release_bound`, ``|x_j| <= ||x||``).
+    The statistics are then those of ``x / s`` within ``[-sqrt(2), sqrt(2)]``
+    (:data:`~skdpsco.linear_model._bounds.SCALED_BOUND`: the top order of the window is kept
+    whole), multiplied back by ``s``; the noise of each feature is proportional to its own
+    ``s_j``. The histogram (or the row bound) gets the estimators' share of the budget against
+    the statistics (:data:`~skdpsco.linear_model._scaling.MAGNITUDE_SHARE` to
+    :data:`~skdpsco.linear_model._scaling.SCALING_SHARE` of ``mu**2``; the row bound
+    :func:`~skdpsco.linear_model._bounds.row_bound_share`), and the statistics ``z = sqrt(k) /
+    mu_s`` for the ``mu_s`` left. Values beyond ``sqrt(2) s_j`` are clipped: a feature with heavy
+    tails or a spread far below its magnitude (a mean of 10, a standard deviation of 1) gets a
+    biased or noisy variance; public ``feature_bounds`` fitted to it do better.
     """
 
     _parameter_constraints: dict = {
@@ -198,6 +309,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
         "random_state": ["random_state"],
         "accountant": [PrivacyAccountant, None],
         "secure_noise": ["boolean", None],
+        "max_weight": [Interval(numbers.Real, 0, None, closed="neither")],
     }
 
     def __init__(
@@ -211,6 +323,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
         random_state=None,
         accountant=None,
         secure_noise=None,
+        max_weight=1.0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -220,15 +333,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
         self.random_state = random_state
         self.accountant = accountant
         self.secure_noise = secure_noise
+        self.max_weight = max_weight
 
     def _bounds(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
         """The public bounds as two arrays of shape (n_features,), validated."""
-        if self.feature_bounds is None:
-            raise ValueError(
-                "DPStandardScaler needs public feature_bounds=(lower, upper), scalars or arrays of "
-                "shape (n_features,), known without looking at the training rows (e.g. the valid "
-                "range of each measurement)."
-            )
         try:
             lower, upper = self.feature_bounds
             lower = np.broadcast_to(np.asarray(lower, dtype=float), (n_features,))
@@ -250,8 +358,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
             )
         return lower, upper
 
-    def fit(self, X, y=None):
-        """Estimate the private mean and variance of every feature.
+    def fit(self, X, y=None, sample_weight=None):
+        """Estimate the private (weighted) mean and variance of every feature.
 
         Parameters
         ----------
@@ -259,6 +367,11 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
             Dense training rows.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative weight of each row, at most ``max_weight`` (a larger one is refused with
+            a ``ValueError`` before anything is charged). The statistics are then the weighted
+            mean and variance, as ``StandardScaler``'s with the same weights, at the cost of one
+            more release (the total weight).
 
         Returns
         -------
@@ -267,33 +380,56 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
         self._validate_params()
         X = validate_data(self, X, dtype=np.float64, reset=True)
         n_samples, n_features = X.shape
-        lower, upper = self._bounds(n_features)
+        weights = self._relative_weights(sample_weight, X)
         delta = resolve_delta(self.delta, n_samples)  # refused before anything is charged if it voids the guarantee
         # Public planning: which statistics, their sensitivities, the noise, the event.
-        n_releases = 2 if self.with_std else int(self.with_mean)
-        sensitivities = scaler_sensitivities(lower, upper, n_samples)[:n_releases]
+        n_statistics = 2 if self.with_std else int(self.with_mean)
+        n_releases = n_statistics + int(weights is not None and n_statistics > 0)  # the total weight
         rng = _generator(self.random_state, self.secure_noise)  # secure mode: refuses a seed before anything is charged
         secure = is_secure(rng)
-        multiplier, spent = _calibrated(float(self.epsilon), delta, n_releases, secure)
-        event = _scaler_event(multiplier, n_releases, secure)
+        private_scales = self.feature_bounds is None and n_statistics > 0
+        if private_scales:  # bounds +-SCALED_BOUND on the rows divided by their released powers of two
+            lower, upper = np.full(n_features, -_bounds.SCALED_BOUND), np.full(n_features, _bounds.SCALED_BOUND)
+            plan, multiplier, event, spent = _calibrated_scales(n_samples, n_features, float(self.epsilon), delta,
+                                                                n_releases, secure)
+        else:
+            lower, upper = self._bounds(n_features) if self.feature_bounds is not None else (-np.ones(n_features), np.ones(n_features))
+            multiplier, spent = _calibrated(float(self.epsilon), delta, n_releases, secure)
+            event = _scaler_event(multiplier, n_releases, secure)
+        sensitivities = scaler_sensitivities(lower, upper, n_samples)[:n_statistics]
         charge_fit(self, event, epsilon=spent, delta=delta)
-        # The rows are read from here on: clipped, centred and divided by the half-range, each
-        # entry in [-1, 1], so that no sum overflows, whatever the rows (an overflow on one dataset
-        # and not on its neighbour would be a release no mechanism accounts for)
+        # The rows are read from here on: without feature_bounds, each feature divided by its
+        # released power of two (exactly, and without overflow); then clipped, centred and divided
+        # by the half-range, each entry in [-1, 1], so that no sum overflows, whatever the rows (an
+        # overflow on one dataset and not on its neighbour would be a release no mechanism accounts for)
+        self.feature_scales_ = None
+        if private_scales:
+            scales_rng, rng = rng.spawn(2)
+            self.feature_scales_ = _release_scales(X, plan, scales_rng)
+            X = _scaling.divide_by_powers_of_two(X, self.feature_scales_)
         midpoint, half_range = (upper + lower) / 2.0, (upper - lower) / 2.0
         units = (np.clip(X, lower, upper) - midpoint) / half_range
         noise_std = tuple(multiplier * s for s in sensitivities)
+        total = 1.0  # the relative weight of the rows over n: 1 without weights
+        if weights is not None and n_statistics:
+            noise_std += (multiplier / n_samples,)  # sensitivity 1 / n: one relative weight in [0, 1] changes
+            total = noisy_release(np.array([weights.mean()]), noise_std[-1], rng, sensitivity=1.0 / n_samples)[0]
+            total = max(total, noise_std[-1])  # public floor: never zero or negative
         self.mean_ = self.var_ = self.scale_ = None
-        if n_releases:
-            mean = half_range * units.mean(axis=0)
-            shift = noisy_release(mean, noise_std[0], rng, sensitivity=sensitivities[0])
+        if n_statistics:
+            mean = half_range * _weighted_mean(units, weights)
+            shift = noisy_release(mean, noise_std[0], rng, sensitivity=sensitivities[0]) / total
             shift = np.clip(shift, -half_range, half_range)
             self.mean_ = midpoint + shift
         if self.with_std:
-            second_moment = half_range**2 * (units**2).mean(axis=0)
-            second = noisy_release(second_moment, noise_std[1], rng, sensitivity=sensitivities[1])
-            floor = np.minimum(noise_std[1], half_range**2)
+            second_moment = half_range**2 * _weighted_mean(units**2, weights)
+            second = noisy_release(second_moment, noise_std[1], rng, sensitivity=sensitivities[1]) / total
+            floor = np.minimum(noise_std[1] / total, half_range**2)
             self.var_ = np.clip(second - shift**2, floor, half_range**2)
+        if private_scales:  # back to the units of X
+            self.mean_ = self.mean_ * self.feature_scales_
+            self.var_ = None if self.var_ is None else self.var_ * self.feature_scales_**2
+        if self.with_std:
             self.scale_ = np.sqrt(self.var_)
         self.n_samples_seen_ = n_samples
         self.noise_std_ = noise_std
@@ -301,6 +437,24 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
         self.epsilon_ = spent
         self.delta_ = delta
         return self
+
+    def _relative_weights(self, sample_weight, X: np.ndarray) -> np.ndarray | None:
+        """``sample_weight / max_weight`` (:func:`~skdpsco.linear_model._base.relative_weights`),
+        each in ``[0, 1]``, checked before anything is charged; ``None`` without weights. All-zero
+        weights are not refused: such a dataset is inside the public domain, and refusing it
+        would tell it from a neighbour with one non-zero weight."""
+        if sample_weight is None:
+            return None
+        weights = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True,
+                                       allow_all_zero_weights=True)
+        if not np.all(weights <= float(self.max_weight)):
+            raise ValueError(
+                f"Some row's sample_weight exceeds max_weight={float(self.max_weight):g}, the public bound "
+                "on every weight that the privacy calibration relies on: pass one that bounds every "
+                "weight the rows could carry, chosen without looking at them (this message says "
+                "neither which row nor by how much)."
+            )
+        return relative_weights(weights, float(self.max_weight))
 
     def transform(self, X):
         """Standardise ``X`` with the private statistics (no clipping).
@@ -556,7 +710,7 @@ def _unknown_step(step, name: str) -> str:
         reason = (
             "it is fitted on the rows, so every trial would refit it outside the search's accounted "
             "event. Fit it once before the search, as its own release (e.g. DPStandardScaler("
-            "epsilon=..., delta=..., feature_bounds=..., accountant=ledger).fit_transform(X)), and "
+            "epsilon=..., delta=..., accountant=ledger).fit_transform(X)), and "
             "search on the transformed rows; or let the estimator scale the features."
         )
     else:

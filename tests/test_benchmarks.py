@@ -147,3 +147,19 @@ def test_low_signal_harness_pairs_both_paths_and_marks_the_switch():
     text = low_signal.table([below, above])
     assert "**row bound**" in text.splitlines()[2] and "| magnitudes |" in text.splitlines()[3]
     assert low_signal.verdict([below, above]).startswith("Cells where the default takes the row bound: 1;")
+
+
+def test_rare_column_harness_pairs_the_two_floors():
+    from benchmarks import rare_column, real
+
+    synthetic = rare_column.synthetic_cell(6000, 1.0, seeds=2)
+    default, one = synthetic[f"floor {rare_column._scaling.VARIANCE_THRESHOLD:g}"], synthetic["floor 1"]
+    assert abs(synthetic["reference"]) < 2.0 and len(default["coef"]) == len(one["coef"]) == 2
+    # the rare level's released variance lies between the floors: the floors give different models
+    assert not np.array_equal(default["coef"], one["coef"])
+    wine = real.DATASETS["wine"]
+    cell = rare_column.real_cell(wine, *wine.load(), 3.0, seeds=2)
+    low, high = cell["values"].values()
+    assert cell["paired"] == pytest.approx(np.mean(high - low)) and 0 <= cell["identical"] <= 2
+    assert len(rare_column.synthetic_table([synthetic]).splitlines()) == 4
+    assert rare_column.real_table([cell]).splitlines()[2].startswith("| wine | accuracy | 3 |")

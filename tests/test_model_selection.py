@@ -299,7 +299,7 @@ def test_search_refuses_a_pipeline_step_fitted_on_the_rows_before_reading_or_cha
     X, y, _, _ = classification
     ledger, scaler_ledger = PrivacyAccountant(), PrivacyAccountant()
     step = {
-        "dp_scaler": DPStandardScaler(feature_bounds=(-2.0, 2.0), accountant=scaler_ledger),
+        "dp_scaler": DPStandardScaler(accountant=scaler_ledger),
         "scaler": StandardScaler(),
         "nested": make_pipeline(Normalizer(), StandardScaler()),  # a fitted step inside a step
     }[fitted_step]
@@ -328,11 +328,13 @@ def test_search_accepts_steps_that_learn_nothing_from_the_rows(classification):
     assert len(ledger.history) == 1 and search.epsilon_ <= 1.0
 
 
-def test_scaler_fitted_before_the_search_is_charged_once(classification):
-    # The supported pattern: the private scaler is its own release, the search runs on its output.
+@pytest.mark.parametrize("bounds", [(-2.0, 2.0), None])
+def test_scaler_fitted_before_the_search_is_charged_once(classification, bounds):
+    # The supported pattern: the private scaler is its own release, the search runs on its output
+    # (with public bounds, or with the bounds released in the scaler's fit).
     X, y, _, _ = classification
     ledger = PrivacyAccountant()
-    Z = DPStandardScaler(epsilon=0.25, feature_bounds=(-2.0, 2.0), random_state=0, accountant=ledger).fit_transform(X)
+    Z = DPStandardScaler(epsilon=0.25, feature_bounds=bounds, random_state=0, accountant=ledger).fit_transform(X)
     DPSearchCV(
         make_pipeline(Normalizer(), base_model()), {"dplogisticregression__alpha": [0.0, 1e-3]},
         n_iter=5, random_state=0, accountant=ledger,

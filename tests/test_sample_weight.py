@@ -314,7 +314,9 @@ def test_n_iter_counts_the_planned_passes_per_model():
 
 @pytest.mark.parametrize("estimator", [DPLogisticRegression(max_weight=10.0), DPHingeSVM(max_weight=10.0),
                                        DPLpRegression(max_weight=10.0), DPHuberRegressor(max_weight=10.0),
-                                       DPQuantileRegressor(max_weight=10.0), DPPoissonRegressor(max_weight=10.0)])
+                                       DPQuantileRegressor(max_weight=10.0), DPPoissonRegressor(max_weight=10.0),
+                                       DPStandardScaler(max_weight=10.0),
+                                       DPStandardScaler(feature_bounds=(-10.0, 10.0), max_weight=10.0)])
 def test_scikit_learn_weight_checks_pass_when_max_weight_bounds_their_weights(estimator):
     check_sample_weights_list(type(estimator).__name__, estimator)
     check_sample_weights_not_overwritten(type(estimator).__name__, estimator)
@@ -344,9 +346,9 @@ def test_search_passes_the_weights_to_every_trial(pipeline):
         search(np.full(len(y), 3.0))
 
 
-def test_the_scaler_takes_no_sample_weight():
-    # scikit-learn's way of refusing: no parameter, so tools that pass weights know it in advance
-    assert not has_fit_parameter(DPStandardScaler(), "sample_weight")
+def test_the_scaler_takes_sample_weight():
+    # tests/test_preprocessing.py checks the weighted statistics
+    assert has_fit_parameter(DPStandardScaler(), "sample_weight")
 
 
 @pytest.mark.parametrize("name", audit_params("weighted_svm"))

@@ -13,6 +13,7 @@ import skdpsco.rows as fused_rows
 import skdpsco.linear_model._scaling as scaling
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
+from benchmarks.rare_column import rare_table
 
 
 def _sums(rows, bound):
@@ -309,3 +310,46 @@ def test_rows_too_few_for_the_magnitudes_get_one_private_row_bound(wide_scales):
         large = DPLogisticRegression(epsilon=30.0, **common).fit(rows, y)
         assert large._plan_scaling(150, 4).resolves_magnitudes
         assert not hasattr(large, "data_norm_") and np.unique(large.feature_scales_).size > 1
+
+
+def test_variance_floor_is_applied_to_the_released_second_moment(monkeypatch):
+    # White box: the floor's input is the noisy sum of squares the mechanism released, its level a
+    # public function of the plan (VARIANCE_THRESHOLD noise standard deviations of a second moment).
+    plan = scaling.plan_scaling(1000, 3, 1.0, gaussian_mu=0.5)
+    floor = plan.variance_floor
+    assert scaling.VARIANCE_THRESHOLD == scaling.MAGNITUDE_THRESHOLD
+    assert floor == pytest.approx(scaling.VARIANCE_THRESHOLD * plan.moment_noise_std * plan.centred_norm**2)
+    units = plan.n_samples / plan.centred_norm**2  # a variance of v is a released sum of squares of v * units
+    released = []
+
+    def noise(value, scale, rng, draw=None):
+        value = np.asarray(value, dtype=float)
+        out = np.zeros_like(value)
+        if released:  # the sums of squares: feature 0 released at 0, feature 1 just below the floor
+            out[:2] = np.array([0.0, 0.9 * floor * units]) - value[:2]
+        released.append(value + out)
+        return out
+
+    monkeypatch.setattr(scaling, "release_noise", noise)
+    rows = np.random.default_rng(0).normal(size=(1000, 3)) * 0.1
+    _, scale = scaling.release_moments(rows, plan, np.random.default_rng(0))
+    second = released[1] / units
+    assert second[2] > floor  # the third feature's released variance is above the floor: kept as released
+    np.testing.assert_allclose(scale**2, np.maximum(second, floor), rtol=1e-12)
+    assert scale[0] == scale[1] == math.sqrt(floor)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rare_indicator_coefficient_is_bounded_through_the_floor(seed):
+    # The rare level's released variance is at the noise level; standardised by the floor's scale,
+    # its coefficient is at most radius_ / (s_j sqrt(floor) C): the trained model lies in the ball of
+    # radius radius_, and coef_ divides it by s_j scale_j C with scale_j >= sqrt(floor).
+    X, y = rare_table(6000, np.random.default_rng(123))  # a level in 0.8 % of the rows, the last column
+    model = DPLogisticRegression(classes=[0, 1], random_state=seed, accountant=PrivacyAccountant()).fit(X, y)
+    mean, scale, clip_norm = model.standardisation_
+    floor = model._plan_scaling(*X.shape).variance_floor
+    assert np.all(np.isfinite(model.coef_))
+    assert np.all(scale >= math.sqrt(floor))
+    assert scale[-1] == math.sqrt(floor)  # 0.8 % of 6000 rows: not resolved at epsilon = 1
+    bound = model.radius_ / (model.feature_scales_ * math.sqrt(floor) * clip_norm)
+    assert np.all(np.abs(model.coef_[0]) <= bound * (1 + 1e-9))
