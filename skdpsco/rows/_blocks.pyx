@@ -68,26 +68,38 @@ cdef inline int _binary_order(double u) noexcept nogil:
 def magnitude_counts(const double[:, ::1] rows, Py_ssize_t d, int magnitude_range):
     """The ``(d, 2 R + 1)`` int64 histograms of the binary orders of magnitude ``k = round(log2
     |x|)`` (from the float's exponent, :func:`skdpsco.linear_model._scaling.magnitude_bins`)
-    of the non-zero entries of the block's first ``d`` columns, ``k`` clamped to ``[-R, R]``."""
-    cdef Py_ssize_t n = rows.shape[0], i, j, width = 2 * magnitude_range + 1
-    cdef int order
+    of the non-zero entries of the block's first ``d`` columns, ``k`` clamped to ``[-R, R]``.
+
+    A normal entry's order is read from its bits without a branch that depends on its value
+    (biased exponent, one comparison of the mantissa, clamps as selects); zeros and subnormals,
+    rare, take :func:`_binary_order`. The table is indexed through a flat pointer."""
+    cdef Py_ssize_t n = rows.shape[0], p = rows.shape[1], i, j, width = 2 * magnitude_range + 1
+    cdef int64_t order, low = -magnitude_range, high = magnitude_range, biased
+    cdef uint64_t b, mantissa_bits = _MANTISSA_BITS, half_octave = _HALF_OCTAVE_MANTISSA
+    cdef const uint64_t *row
     cdef double u
     counts_array = np.zeros((d, width), dtype=np.int64)
     cdef int64_t[:, ::1] counts = counts_array
+    cdef int64_t *table = &counts[0, 0] if d > 0 else NULL
     if rows.shape[1] < d:
         raise ValueError(f"rows have {rows.shape[1]} columns, fewer than d={d}.")
+    if n == 0 or d == 0:
+        return counts_array
     with nogil:
         for i in range(n):
+            row = <const uint64_t *> &rows[i, 0]
             for j in range(d):
-                u = rows[i, j]
-                if u == 0.0:
-                    continue
-                order = _binary_order(u)
-                if order < -magnitude_range:
-                    order = -magnitude_range
-                elif order > magnitude_range:
-                    order = magnitude_range
-                counts[j, order + magnitude_range] += 1
+                b = row[j]
+                biased = <int64_t> ((b >> 52) & 0x7FF)
+                if biased == 0:  # a zero (not counted) or a subnormal
+                    if (b << 1) == 0:
+                        continue
+                    memcpy(&u, &b, sizeof(double))
+                    order = _binary_order(u)
+                else:
+                    order = biased - 1022 - <int64_t> ((b & mantissa_bits) < half_octave)
+                order = low if order < low else (high if order > high else order)
+                table[j * width + order + high] += 1
     return counts_array
 
 
