@@ -158,7 +158,7 @@ from scipy.special import gammaln
 
 from ..accounting import gaussian_event, gaussian_noise_multiplier
 from ..geometry import CONSTRAINTS, dual_exponent, ftrl_step
-from . import _core
+from . import _core, tree
 from ._core import (
     SolverResult,
     clip_rows,
@@ -173,7 +173,11 @@ if TYPE_CHECKING:  # a run-time import would be circular: the registry imports t
 
 __all__ = [
     "FTRLPlan",
+    "IndependentNoisePrefix",
     "PrivateFTRL",
+    "StreamFTRL",
+    "StreamPlan",
+    "StreamState",
     "SCHEDULES",
     "calibrated_noise_std",
     "batch_sizes",
@@ -183,8 +187,13 @@ __all__ = [
     "ftrl_steps",
     "gaussian_absolute_moment",
     "noisy_gradient_bound",
+    "lazy_ftrl",
     "plan_ftrl",
+    "plan_stream",
     "run_ftrl",
+    "stream_batch_sizes",
+    "stream_steps",
+    "summed_gradient",
 ]
 
 SCHEDULES = ("fixed", "anytime")
@@ -286,6 +295,50 @@ def clipped_gradient(loss, clip_norm: float, l2_penalty: float = 0.0) -> _core.G
 # -- the lazy update loop -----------------------------------------------------------------------------
 
 
+class IndependentNoisePrefix:
+    """The noisy prefix sums of :func:`dual_averaging`: fresh noise ``N(0, std_t**2 I)`` on every
+    step's gradient (§2.1), so the noise of the prefix of ``t`` steps is the sum of ``t`` draws.
+
+    :meth:`add` is the state update ``G <- G + g_t + xi_t`` of §2.1 and returns ``G``; the
+    alternative with fewer noise terms per prefix is
+    :class:`~skdpsco.solvers.tree.TreeNoisePrefix`, which :func:`lazy_ftrl` runs the same way.
+    """
+
+    def __init__(self, shape: tuple, noise_stds, rng: np.random.Generator):
+        self.total = np.zeros(shape)
+        self.stds = iter(noise_stds)
+        self.rng = rng
+
+    def add(self, g: np.ndarray) -> np.ndarray:
+        self.total += g
+        self.total += _core.release_noise(g, next(self.stds), self.rng)
+        return self.total
+
+
+def lazy_ftrl(
+    gradient: _core.GradientFn,
+    batches: Iterable[tuple[np.ndarray, np.ndarray]],
+    steps: np.ndarray,
+    prefix,
+    mirror_step: Callable[[np.ndarray], np.ndarray],
+    w: np.ndarray,
+    iterate_sum: np.ndarray | None = None,
+) -> np.ndarray:
+    """The lazy FTRL loop (§2.1): from ``w_t = w``, for each batch ``g_t = gradient(w_t, batch)``,
+    the released noisy prefix sum ``G_t = prefix.add(g_t)`` and ``w_{t+1} = mirror_step(-eta_{t+1}
+    G_t)``; returns the last iterate and adds ``w_1..w_T`` into ``iterate_sum`` when given.
+
+    ``prefix`` releases the noisy prefix sums: :class:`IndependentNoisePrefix` (one fresh draw per
+    step, :func:`dual_averaging`) or :class:`~skdpsco.solvers.tree.TreeNoisePrefix` (tree
+    aggregation, :func:`stream_steps`).
+    """
+    for (X_batch, y_batch), eta in zip(batches, steps, strict=True):
+        if iterate_sum is not None:
+            iterate_sum += w
+        w = mirror_step(-eta * prefix.add(gradient(w, X_batch, y_batch)))
+    return w
+
+
 def dual_averaging(
     gradient: _core.GradientFn,
     batches: Iterable[tuple[np.ndarray, np.ndarray]],
@@ -305,16 +358,10 @@ def dual_averaging(
     returns ``w_{n+1}``, or with ``average=True`` the mean of ``w_1..w_n`` (the points where the
     gradients were taken). ``G`` is accumulated in float64 (§2.3 "Numerics").
     """
-    w = np.zeros(shape)
-    total = np.zeros(shape)
-    iterate_sum = np.zeros(shape)
     stds = np.broadcast_to(np.asarray(noise_std, dtype=float), (len(steps),))
-    for (X_batch, y_batch), eta, std in zip(batches, steps, stds, strict=True):
-        iterate_sum += w
-        g = gradient(w, X_batch, y_batch)
-        total += g
-        total += _core.release_noise(g, std, rng)
-        w = mirror_step(-eta * total)
+    iterate_sum = np.zeros(shape) if average else None
+    prefix = IndependentNoisePrefix(shape, stds, rng)
+    w = lazy_ftrl(gradient, batches, steps, prefix, mirror_step, np.zeros(shape), iterate_sum)
     return iterate_sum / len(steps) if average else w
 
 
@@ -509,6 +556,208 @@ def run_ftrl(
             gradient, batches, plan.steps, plan.noise_stds, shape, plan.mirror_step, noise_rng, plan.average
         )
     return SolverResult(coef=coef, dp_event=plan.dp_event, n_gradients=n, info=plan.info())
+
+
+# -- a stream of calls: tree aggregation --------------------------------------------------------------
+
+STEPS_PER_CALL = 10
+"""Default number of leaves (FTRL steps, each over its own share of the call's rows) of one call
+of a stream (:class:`StreamFTRL`; ``benchmarks/results/stream.md`` measured 1, 10 and 50)."""
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """Private FTRL over a stream of at most ``n_calls`` calls, with tree-aggregated noise.
+
+    Fixed from public quantities before the first call reads a row: each call's rows are split
+    into ``steps_per_call`` disjoint leaves (:func:`stream_batch_sizes`), each row one clipped
+    gradient in exactly one leaf, and the ``n_leaves = n_calls * steps_per_call`` leaves are the
+    leaves of one tree (:mod:`skdpsco.solvers.tree`). Replace-one sensitivity of a leaf ``2 C``;
+    a row is in :func:`~skdpsco.solvers.tree.tree_depth` released nodes, so the stream, every
+    model released after every call, is :attr:`dp_event`.
+
+    Attributes
+    ----------
+    constraint, p, radius, clip_norm
+        As in :class:`FTRLPlan`.
+    noise_std : float
+        ``sigma`` of each node of the tree, on sums of clipped gradients.
+    n_calls, steps_per_call : int
+        The public bound on the calls and the leaves of each call.
+    diameter : float
+        ``D`` of §2.4.
+    gradient_bound : float
+        ``B = C + lambda R``, the bound on one row's gradient, ridge included.
+    noise_norm : float
+        ``N = sqrt(d max_prefix_terms) sigma``, the root mean square norm bound of the noise of
+        any released prefix sum.
+    """
+
+    constraint: str | None
+    p: float
+    radius: float
+    clip_norm: float
+    noise_std: float
+    n_calls: int
+    steps_per_call: int
+    diameter: float
+    gradient_bound: float
+    noise_norm: float
+
+    @property
+    def n_leaves(self) -> int:
+        return self.n_calls * self.steps_per_call
+
+    @property
+    def dp_event(self):
+        """The stream's event: the whole tree, each row one leaf (:func:`~skdpsco.solvers.tree.tree_event`)."""
+        return tree.tree_event(self.noise_std, 2.0 * self.clip_norm, self.n_leaves)
+
+    def mirror_step(self, theta: np.ndarray) -> np.ndarray:
+        return ftrl_step(theta, self.p, self.constraint, self.radius)
+
+    def steps(self, rows: np.ndarray, squares: np.ndarray) -> np.ndarray:
+        """``eta_{t+1}`` on the sum of gradients, from the rows read up to leaf ``t`` (``rows``:
+        ``sum b_s``, ``squares``: ``sum b_s**2``, both public):
+        ``D / sqrt(B**2 sum b_s**2 + B N sum b_s + N**2)``.
+
+        FTRL on leaves of ``b_s`` rows has regret ``D**2 / eta + eta B**2 sum b_s**2`` (Thm A.4,
+        a leaf's gradient sum bounded by ``B b_s``); a noisy prefix moves the iterate by at most
+        ``eta ||n_t||`` (the FTRL minimiser is ``eta``-Lipschitz in the dual), which costs ``eta B
+        b_s E||n_t|| <= eta B N b_s`` at leaf ``s`` (Kairouz et al. 2021, §4, their FTRL regret
+        with tree noise). The step balances the three; ``N**2`` keeps the move of a prefix made of
+        noise only (no row yet) at about ``D``. With one fresh draw per step instead, ``N**2 t``
+        in place of ``B N sum b_s``, it is the fixed step of §2.4 (``D / (G sqrt(T))`` on the
+        mean gradient).
+        """
+        B, N = self.gradient_bound, self.noise_norm
+        return self.diameter / np.sqrt(B**2 * squares + B * N * rows + N**2)
+
+    def info(self) -> dict:
+        return {
+            "algorithm": "ftrl",
+            "aggregation": "tree",
+            "constraint": self.constraint,
+            "p": self.p,
+            "n_calls": self.n_calls,
+            "steps_per_call": self.steps_per_call,
+            "n_leaves": self.n_leaves,
+            "tree_depth": tree.tree_depth(self.n_leaves),
+            "clip_norm": self.clip_norm,
+            "noise_std": self.noise_std,
+            "noise_multiplier": self.noise_std / (2.0 * self.clip_norm),
+            "diameter": self.diameter,
+        }
+
+
+def plan_stream(
+    problem: Problem,
+    n_calls: int,
+    steps_per_call: int,
+    constraint: str | None,
+    p: float | None,
+    clip_norm: float | None,
+    n_tasks: int = 1,
+) -> StreamPlan:
+    """Plan a stream of at most ``n_calls`` calls for ``problem`` (whose ``n_samples`` is unused):
+    ``n_tasks`` models on the same rows, each its own tree, together (epsilon, delta)-DP exactly.
+
+    The tree of one task is ``mu_1``-GDP with ``mu_1 = 2 C sqrt(depth) / sigma``
+    (:mod:`skdpsco.solvers.tree`); ``n_tasks`` of them compose to ``sqrt(n_tasks) mu_1``, so
+    ``sigma = 2 C sqrt(depth n_tasks) z`` with ``z`` the noise multiplier of one Gaussian release
+    meeting (epsilon, delta) (:func:`calibrated_noise_std`).
+    """
+    for name, value in (("n_calls", n_calls), ("steps_per_call", steps_per_call), ("n_tasks", n_tasks)):
+        if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1):
+            raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
+    exponent = _potential_exponent(constraint, p, problem.n_params)
+    radius = float(problem.radius)
+    clip = float(problem.constants.lipschitz if clip_norm is None else clip_norm)
+    if not 0.0 < clip < math.inf:
+        raise ValueError(
+            f"Private FTRL clips per-row gradients to a public norm C, and the loss {problem.loss.name!r} has no "
+            f"finite Lipschitz bound on this domain to default to (got C={clip!r}); pass clip_norm > 0."
+        )
+    n_leaves = int(n_calls) * int(steps_per_call)
+    scale = math.sqrt(tree.tree_depth(n_leaves) * n_tasks)
+    sigma = calibrated_noise_std(clip * scale, float(problem.epsilon), float(problem.delta))
+    noise_norm = noisy_gradient_bound(0.0, sigma * math.sqrt(tree.max_prefix_terms(n_leaves)), problem.n_params, 2.0)
+    return StreamPlan(
+        constraint, exponent, radius, clip, sigma, int(n_calls), int(steps_per_call),
+        radius / math.sqrt(2.0 * (exponent - 1.0)), clip + float(problem.l2_penalty) * radius, noise_norm,
+    )
+
+
+def stream_batch_sizes(n_rows: int, steps_per_call: int) -> np.ndarray:
+    """The leaves of a call of ``n_rows`` rows: ``steps_per_call`` consecutive blocks of ``n_rows //
+    k`` or ``n_rows // k + 1`` rows (larger first; empty when ``n_rows < k``), each row in one."""
+    sizes = np.full(steps_per_call, n_rows // steps_per_call, dtype=np.int64)
+    sizes[: n_rows - int(sizes.sum())] += 1
+    return sizes
+
+
+@dataclass
+class StreamState:
+    """What one task of a stream carries from call to call: the iterate, the tree's state, and
+    the public counts the steps are computed from."""
+
+    w: np.ndarray
+    prefix: tree.TreeNoisePrefix
+    rows: int = 0
+    squares: int = 0
+
+    @classmethod
+    def start(cls, plan: StreamPlan, shape: tuple, rng: np.random.Generator) -> StreamState:
+        """``w_1 = 0`` and an empty tree of ``plan.n_leaves`` leaves whose noise ``rng`` draws."""
+        return cls(np.zeros(shape), tree.TreeNoisePrefix(shape, plan.noise_std, plan.n_leaves, rng))
+
+
+def summed_gradient(gradient: _core.GradientFn) -> _core.GradientFn:
+    """A leaf's value: ``b`` times the batch mean of :func:`clipped_gradient` (the sum of its rows'
+    clipped gradients plus ``lambda b w``), zero for an empty leaf."""
+
+    def leaf(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return X.shape[0] * gradient(w, X, y) if X.shape[0] else np.zeros_like(w)
+
+    return leaf
+
+
+def stream_steps(plan: StreamPlan, state: StreamState, X: np.ndarray, y: np.ndarray, problem: Problem) -> np.ndarray:
+    """One call: ``plan.steps_per_call`` lazy FTRL steps (:func:`lazy_ftrl`) over consecutive
+    blocks of the clipped rows ``X`` (:func:`stream_batch_sizes`), on the tree's noisy prefix sums;
+    updates ``state`` and returns the new iterate."""
+    sizes = stream_batch_sizes(X.shape[0], plan.steps_per_call)
+    rows = state.rows + np.cumsum(sizes)
+    squares = state.squares + np.cumsum(sizes**2)
+    gradient = summed_gradient(clipped_gradient(problem.loss, plan.clip_norm, float(problem.l2_penalty)))
+    batches = _core.iter_batches(X, y, np.arange(X.shape[0]), sizes)
+    state.w = lazy_ftrl(gradient, batches, plan.steps(rows, squares), state.prefix, plan.mirror_step, state.w)
+    state.rows, state.squares = int(rows[-1]), int(squares[-1])
+    return state.w
+
+
+@dataclass(frozen=True)
+class StreamFTRL:
+    """Private FTRL over a stream of calls with tree aggregation (``partial_fit``).
+
+    Parameters
+    ----------
+    constraint, p, clip_norm
+        As in :class:`PrivateFTRL`.
+    steps_per_call : int, default=:data:`STEPS_PER_CALL`
+        Leaves of each call: its rows are split into this many disjoint blocks, one FTRL step
+        each. Public; the tree has ``n_calls * steps_per_call`` leaves.
+    """
+
+    constraint: str | None = "l2"
+    p: float | None = None
+    clip_norm: float | None = None
+    steps_per_call: int = STEPS_PER_CALL
+
+    requires_smooth_loss = False
+
+    def plan(self, problem: Problem, n_calls: int, n_tasks: int = 1) -> StreamPlan:
+        return plan_stream(problem, n_calls, self.steps_per_call, self.constraint, self.p, self.clip_norm, n_tasks)
 
 
 # -- the public algorithm -----------------------------------------------------------------------------
