@@ -298,7 +298,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         wrapper = label_wrapper()
         if wrapper is not None:
             warnings.warn(label_wrapper_warning(wrapper), PrivacyWarning, stacklevel=4)
-        self.__dict__.pop(_STREAM, None)  # fit ends a partial_fit stream: the next call starts a new one
+        for name in (_STREAM, "n_partial_fit_calls_"):  # fit ends a partial_fit stream: the next call starts a new one
+            self.__dict__.pop(name, None)
         try:
             self._fit_steps(X, y, sample_weight)
         except BaseException:

@@ -560,9 +560,12 @@ def run_ftrl(
 
 # -- a stream of calls: tree aggregation --------------------------------------------------------------
 
-STEPS_PER_CALL = 10
+STEPS_PER_CALL = 1
 """Default number of leaves (FTRL steps, each over its own share of the call's rows) of one call
-of a stream (:class:`StreamFTRL`; ``benchmarks/results/stream.md`` measured 1, 10 and 50)."""
+of a stream (:class:`StreamFTRL`): each call's rows are one leaf. ``benchmarks/results/stream.md``
+measured 1, 10 and 50 (synthetic logistic, d = 20, 100 calls, epsilon = 1): at 10^4 rows a call
+all three end within 0.001 of each other and 1 is ahead from the second call; at 10^3 rows a call
+1 ends 0.010 and 0.030 ahead (more leaves: a deeper tree, more noise on fewer rows each)."""
 
 
 @dataclass(frozen=True)
@@ -591,6 +594,8 @@ class StreamPlan:
     noise_norm : float
         ``N = sqrt(d max_prefix_terms) sigma``, the root mean square norm bound of the noise of
         any released prefix sum.
+    smoothness : float
+        ``beta`` of the per-row objective (``inf`` for a loss without a Lipschitz gradient).
     """
 
     constraint: str | None
@@ -603,6 +608,7 @@ class StreamPlan:
     diameter: float
     gradient_bound: float
     noise_norm: float
+    smoothness: float = math.inf
 
     @property
     def n_leaves(self) -> int:
@@ -616,10 +622,11 @@ class StreamPlan:
     def mirror_step(self, theta: np.ndarray) -> np.ndarray:
         return ftrl_step(theta, self.p, self.constraint, self.radius)
 
-    def steps(self, rows: np.ndarray, squares: np.ndarray) -> np.ndarray:
-        """``eta_{t+1}`` on the sum of gradients, from the rows read up to leaf ``t`` (``rows``:
-        ``sum b_s``, ``squares``: ``sum b_s**2``, both public):
-        ``D / sqrt(B**2 sum b_s**2 + B N sum b_s + N**2)``.
+    def steps(self, sizes: np.ndarray, rows: int, squares: int, previous: float = math.inf) -> np.ndarray:
+        """``eta_{t+1}`` on the sum of gradients for the leaves of ``sizes`` rows, after ``rows``
+        rows (``sum b_s``) and ``squares`` (``sum b_s**2``) in earlier leaves and the last step
+        ``previous`` (all public): the smallest of ``previous``, ``D / sqrt(B**2 sum b_s**2 + B N
+        sum b_s + N**2)`` (sums up to leaf ``t``) and ``1 / (beta b_t)``, so the steps never grow.
 
         FTRL on leaves of ``b_s`` rows has regret ``D**2 / eta + eta B**2 sum b_s**2`` (Thm A.4,
         a leaf's gradient sum bounded by ``B b_s``); a noisy prefix moves the iterate by at most
@@ -628,10 +635,19 @@ class StreamPlan:
         with tree noise). The step balances the three; ``N**2`` keeps the move of a prefix made of
         noise only (no row yet) at about ``D``. With one fresh draw per step instead, ``N**2 t``
         in place of ``B N sum b_s``, it is the fixed step of §2.4 (``D / (G sqrt(T))`` on the
-        mean gradient).
+        mean gradient). The Euclidean lazy step is ``w_{t+1} = (eta_{t+1} / eta_t) w_t - eta_{t+1}
+        g_t``, a gradient step of ``eta_{t+1} b_t`` on the leaf's mean gradient: ``1 / (beta b_t)``
+        keeps it below ``1 / beta`` for a ``beta``-smooth loss (a larger one oscillates on the
+        first calls of a stream of large leaves; ``benchmarks/results/stream.md``). Non-increasing
+        steps keep the anytime bound of Thm A.4.
         """
         B, N = self.gradient_bound, self.noise_norm
-        return self.diameter / np.sqrt(B**2 * squares + B * N * rows + N**2)
+        sizes = np.asarray(sizes, dtype=float)
+        regret = self.diameter / np.sqrt(B**2 * (squares + np.cumsum(sizes**2)) + B * N * (rows + np.cumsum(sizes)) + N**2)
+        smooth = np.full(sizes.shape, math.inf)  # no bound for an empty leaf or a non-smooth loss
+        if math.isfinite(self.smoothness):
+            np.divide(1.0, self.smoothness * sizes, out=smooth, where=sizes > 0)
+        return np.minimum.accumulate(np.minimum(np.minimum(regret, smooth), previous))
 
     def info(self) -> dict:
         return {
@@ -647,6 +663,7 @@ class StreamPlan:
             "noise_std": self.noise_std,
             "noise_multiplier": self.noise_std / (2.0 * self.clip_norm),
             "diameter": self.diameter,
+            "smoothness": self.smoothness,
         }
 
 
@@ -679,12 +696,14 @@ def plan_stream(
             f"finite Lipschitz bound on this domain to default to (got C={clip!r}); pass clip_norm > 0."
         )
     n_leaves = int(n_calls) * int(steps_per_call)
+    smoothness = problem.smoothness
     scale = math.sqrt(tree.tree_depth(n_leaves) * n_tasks)
     sigma = calibrated_noise_std(clip * scale, float(problem.epsilon), float(problem.delta))
     noise_norm = noisy_gradient_bound(0.0, sigma * math.sqrt(tree.max_prefix_terms(n_leaves)), problem.n_params, 2.0)
     return StreamPlan(
         constraint, exponent, radius, clip, sigma, int(n_calls), int(steps_per_call),
         radius / math.sqrt(2.0 * (exponent - 1.0)), clip + float(problem.l2_penalty) * radius, noise_norm,
+        smoothness if smoothness > 0.0 else math.inf,
     )
 
 
@@ -705,6 +724,7 @@ class StreamState:
     prefix: tree.TreeNoisePrefix
     rows: int = 0
     squares: int = 0
+    step: float = math.inf
 
     @classmethod
     def start(cls, plan: StreamPlan, shape: tuple, rng: np.random.Generator) -> StreamState:
@@ -727,12 +747,13 @@ def stream_steps(plan: StreamPlan, state: StreamState, X: np.ndarray, y: np.ndar
     blocks of the clipped rows ``X`` (:func:`stream_batch_sizes`), on the tree's noisy prefix sums;
     updates ``state`` and returns the new iterate."""
     sizes = stream_batch_sizes(X.shape[0], plan.steps_per_call)
-    rows = state.rows + np.cumsum(sizes)
-    squares = state.squares + np.cumsum(sizes**2)
+    steps = plan.steps(sizes, state.rows, state.squares, state.step)
     gradient = summed_gradient(clipped_gradient(problem.loss, plan.clip_norm, float(problem.l2_penalty)))
     batches = _core.iter_batches(X, y, np.arange(X.shape[0]), sizes)
-    state.w = lazy_ftrl(gradient, batches, plan.steps(rows, squares), state.prefix, plan.mirror_step, state.w)
-    state.rows, state.squares = int(rows[-1]), int(squares[-1])
+    state.w = lazy_ftrl(gradient, batches, steps, state.prefix, plan.mirror_step, state.w)
+    state.rows += int(sizes.sum())
+    state.squares += int((sizes**2).sum())
+    state.step = float(steps[-1])
     return state.w
 
 
