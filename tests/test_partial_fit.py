@@ -254,7 +254,7 @@ def test_regressors_need_a_public_target_bound():
 
 def test_fit_ends_the_stream_and_the_next_call_starts_and_charges_a_new_one():
     X, y = binary_data(600)
-    model = stream_model(max_partial_fit_calls=2)
+    model = stream_model(max_partial_fit_calls=2, classes=[0, 1])
     model.partial_fit(X[:200], y[:200], classes=[0, 1])
     model.fit(X[200:400], y[200:400])
     assert not hasattr(model, "n_partial_fit_calls_") and "aggregation" not in model.solver_info_
@@ -320,3 +320,27 @@ def test_the_steps_never_grow_and_follow_the_regret_bound_or_the_smoothness_boun
     np.testing.assert_allclose(smooth, np.minimum.accumulate(np.minimum(regret, [1 / 50, np.inf, 1 / 500, 1 / 5])))
     assert np.all(np.diff(smooth) <= 0) and np.all(smooth > 0)
     assert plan(0.5).steps(np.array([10]), 1110, 1010100, previous=1e-6)[0] == 1e-6
+
+
+def test_a_parameter_changed_during_the_stream_is_refused():
+    X, y = binary_data(400)
+    model = stream_model()
+    model.partial_fit(X[:200], y[:200], classes=[0, 1])
+    model.set_params(data_norm=4.0)
+    with pytest.raises(ValueError, match=r"\['data_norm'\] changed"):
+        model.partial_fit(X[200:], y[200:])
+    model.set_params(data_norm=2.0).partial_fit(X[200:], y[200:])
+    assert model.n_partial_fit_calls_ == 2
+
+
+def test_sparse_rows_give_the_model_of_the_same_dense_rows():
+    import scipy.sparse as sp
+
+    X, y = binary_data(400)
+    X[np.abs(X) < 0.3] = 0.0
+    dense, sparse = stream_model(), stream_model()
+    for rows in np.array_split(np.arange(400), 4):
+        dense.partial_fit(X[rows], y[rows], classes=[0, 1])
+        sparse.partial_fit(sp.csr_matrix(X[rows]), y[rows], classes=[0, 1])
+    np.testing.assert_allclose(sparse.coef_, dense.coef_)
+    np.testing.assert_allclose(sparse.intercept_, dense.intercept_)

@@ -145,6 +145,14 @@ def relative_weights(weights: np.ndarray, max_weight: float) -> np.ndarray:
     return weights / max_weight
 
 
+def _same_param(a, b) -> bool:
+    """Whether two values of a parameter are equal (arrays by value)."""
+    try:
+        return bool(np.all(a == b)) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
+
+
 def _composed(event, count: int):
     return event if count == 1 else dp_accounting.SelfComposedDpEvent(event, count)
 
@@ -173,13 +181,16 @@ _STREAM = "_stream_"  # the estimator attribute holding a partial_fit stream (re
 
 @dataclasses.dataclass
 class _Stream:
-    """A partial_fit stream: its public plan and problem, the state of each task, and the public
-    counts (calls, rows)."""
+    """A partial_fit stream: its public plan, problem and row bound (fixed at the first call),
+    the state of each task, and the public counts (calls, rows)."""
 
     plan: object
     problem: Problem
     states: list
     order_rng: np.random.Generator
+    data_norm: float
+    fit_intercept: bool
+    params: dict
     n_calls: int = 0
     n_rows: int = 0
 
@@ -637,6 +648,13 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             self._check_stream_setting(sample_weight)
         else:
             stream = self.__dict__[_STREAM]
+            changed = sorted(name for name, value in self._stream_params().items()
+                             if not _same_param(value, stream.params[name]))
+            if changed:
+                raise ValueError(
+                    f"The parameters {changed} changed since the first call of this partial_fit stream, "
+                    "whose plan and charge they fixed. Set them back, or start a new stream (fit, or a clone)."
+                )
             if stream.n_calls == stream.plan.n_calls:
                 raise ValueError(
                     f"partial_fit was called max_partial_fit_calls={stream.plan.n_calls} times: the stream's "
@@ -653,13 +671,11 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             y_numeric=self._numeric_targets,
         )
         targets = self._stream_targets(y, classes, first)
-        data_norm = self._data_norm
         if first:
             stream = self._start_stream(X.shape, targets)
-        rows = X.toarray() if sparse.issparse(X) else X
-        rows = clip_rows(rows, data_norm)
-        if self.fit_intercept:
-            rows = np.hstack([rows, np.full((rows.shape[0], 1), data_norm)])
+        rows = clip_rows(X.toarray() if sparse.issparse(X) else X, stream.data_norm)
+        if stream.fit_intercept:
+            rows = np.hstack([rows, np.full((rows.shape[0], 1), stream.data_norm)])
         order = stream.order_rng.permutation(rows.shape[0])  # the leaves of a call are random shares of it
         rows, targets = rows[order], targets[order]
         coefs = [ftrl.stream_steps(stream.plan, state, rows, task, stream.problem)
@@ -668,6 +684,10 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         stream.n_rows += rows.shape[0]
         self._store_stream_model(stream, coefs)
         return self
+
+    def _stream_params(self) -> dict:
+        """The parameters a stream is planned with (``accountant`` aside: charged once already)."""
+        return {name: value for name, value in self.get_params(deep=False).items() if name != "accountant"}
 
     def _check_stream_setting(self, sample_weight) -> None:
         """Refuse, before anything is charged, a setting ``partial_fit`` cannot make private:
@@ -727,7 +747,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         charge_fit(self, event, epsilon=spent_epsilon, delta=delta)
         order_rng, noise_rng = _generator(self.random_state, self.secure_noise).spawn(2)
         states = [ftrl.StreamState.start(plan, problem.coef_shape, rng) for rng in noise_rng.spawn(n_tasks)]
-        stream = _Stream(plan, problem, states, order_rng)
+        stream = _Stream(plan, problem, states, order_rng, self._data_norm, bool(self.fit_intercept),
+                         self._stream_params())
         self.__dict__[_STREAM] = stream
         self.dp_event_ = event
         self.epsilon_ = spent_epsilon
@@ -740,7 +761,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         self._store_coef(np.vstack([np.atleast_2d(c) for c in coefs]))
         self._fold_scaling(np.ones(n_features), None, 1.0)
         self.feature_scales_ = np.ones(n_features)
-        self.row_norm_ = float(self._data_norm)
+        self.row_norm_ = float(stream.data_norm)
         self.standardisation_ = None
         self.radius_ = float(stream.problem.radius)
         self.algorithm_ = "ftrl"
