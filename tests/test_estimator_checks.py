@@ -43,6 +43,7 @@ EXPECTED_FAILED_CHECKS = {
     ),
     "check_estimators_partial_fit_n_features": PARTIAL_FIT_SETTING,
     "check_n_features_in_after_fitting": PARTIAL_FIT_SETTING,
+    "check_fit_score_takes_y": PARTIAL_FIT_SETTING,
 }
 
 CLASSIFIER_EXPECTED_FAILED_CHECKS = {
