@@ -454,9 +454,9 @@ def ftrl_stream(epsilon: float = 2.0, clip_norm: float = 0.5) -> Setup:
     row = np.ones((1, 1))
 
     def run(label, seed):
-        state = StreamState.start(plan, (1,), np.random.default_rng(seed))
-        first = float(stream_steps(plan, state, row, np.array([label]), problem)[0])
-        return first, float(stream_steps(plan, state, row, np.array([1.0]), problem)[0])
+        state, rng = StreamState.start(plan, (1,)), np.random.default_rng(seed)
+        first = float(stream_steps(plan, state, row, np.array([label]), problem, rng)[0])
+        return first, float(stream_steps(plan, state, row, np.array([1.0]), problem, rng)[0])
 
     def statistic(release):
         w_2, w_3 = release

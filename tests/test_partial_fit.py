@@ -224,6 +224,7 @@ def test_a_call_beyond_the_bound_is_refused_naming_the_parameter_and_leaves_the_
     ({"class_weight": {0: 1.0}}, "class_weight"),
     ({"solver_options": {"batch_size": 10}}, "steps_per_call"),
     ({"step_scale": 2.0}, "step_scale"),
+    ({"secure_noise": True}, "random_state"),  # secure mode refuses a seed
 ])
 def test_bad_settings_are_refused_before_any_charge(params, message):
     X, y = binary_data(200)
@@ -288,12 +289,11 @@ def test_a_stream_of_one_call_per_leaf_matches_the_solver_run_directly():
     model = stream_model(fit_intercept=False, data_norm=10.0)
     model.partial_fit(X, y, classes=[0, 1])
     stream = model._stream_
-    rng = np.random.default_rng(0)
-    order_rng, noise_rng = rng.spawn(2)
+    order_rng, noise_rng = np.random.default_rng(0).spawn(1)[0].spawn(2)  # the seed's root, its first child
     order = order_rng.permutation(500)
     plan, problem = stream.plan, stream.problem
-    state = ftrl.StreamState.start(plan, problem.coef_shape, noise_rng.spawn(1)[0])
-    w = ftrl.stream_steps(plan, state, X[order], np.where(y[order] == 1, 1.0, -1.0), problem)
+    state = ftrl.StreamState.start(plan, problem.coef_shape)
+    w = ftrl.stream_steps(plan, state, X[order], np.where(y[order] == 1, 1.0, -1.0), problem, noise_rng.spawn(1)[0])
     np.testing.assert_allclose(model.coef_.ravel(), w)
 
 
@@ -356,3 +356,32 @@ def test_audit_respects_the_claim_and_catches_the_weakened_noise():
     # benchmarks/audits.py, 'ftrl_stream': both models of a two-call stream, the first call's row
     # flipped; the statistic is the likelihood ratio of the whole release
     check_audit("ftrl_stream")
+
+
+def test_copies_of_an_unseeded_stream_never_draw_the_same_noise():
+    """Two deep copies of a stream after its first call, continued on the same rows, release
+    different models: each call draws fresh entropy (the same noise on different rows would
+    cancel in the difference of the two releases)."""
+    import copy
+
+    X, y = binary_data(400)
+    model = stream_model(random_state=None)
+    model.partial_fit(X[:200], y[:200], classes=[0, 1])
+    one, two = copy.deepcopy(model), copy.deepcopy(model)
+    one.partial_fit(X[200:], y[200:])
+    two.partial_fit(X[200:], y[200:])
+    assert not np.allclose(one.coef_, two.coef_)
+    seeded = stream_model(random_state=3)
+    seeded.partial_fit(X[:200], y[:200], classes=[0, 1])
+    one, two = copy.deepcopy(seeded), copy.deepcopy(seeded)
+    one.partial_fit(X[200:], y[200:])
+    two.partial_fit(X[200:], y[200:])
+    np.testing.assert_array_equal(one.coef_, two.coef_)  # a seed is for reproducible experiments only
+
+
+def test_a_stream_runs_in_secure_mode():
+    X, y = binary_data(400)
+    model = stream_model(random_state=None, secure_noise=True)
+    model.partial_fit(X[:200], y[:200], classes=[0, 1])
+    model.partial_fit(X[200:], y[200:])
+    assert np.all(np.isfinite(model.coef_)) and len(model.accountant.history) == 1

@@ -187,7 +187,7 @@ class _Stream:
     plan: object
     problem: Problem
     states: list
-    order_rng: np.random.Generator
+    root: np.random.Generator | None
     data_norm: float
     fit_intercept: bool
     params: dict
@@ -676,10 +676,12 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         rows = clip_rows(X.toarray() if sparse.issparse(X) else X, stream.data_norm)
         if stream.fit_intercept:
             rows = np.hstack([rows, np.full((rows.shape[0], 1), stream.data_norm)])
-        order = stream.order_rng.permutation(rows.shape[0])  # the leaves of a call are random shares of it
+        order_rng, noise_rng = self._call_generator(stream).spawn(2)
+        order = order_rng.permutation(rows.shape[0])  # the leaves of a call are random shares of it
         rows, targets = rows[order], targets[order]
-        coefs = [ftrl.stream_steps(stream.plan, state, rows, task, stream.problem)
-                 for state, task in zip(stream.states, self._tasks(targets), strict=True)]
+        coefs = [ftrl.stream_steps(stream.plan, state, rows, task, stream.problem, rng)
+                 for state, task, rng in zip(stream.states, self._tasks(targets), noise_rng.spawn(len(stream.states)),
+                                             strict=True)]
         stream.n_calls += 1
         stream.n_rows += rows.shape[0]
         self._store_stream_model(stream, coefs)
@@ -737,6 +739,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         and the parameters), charge its event once, and keep its state."""
         n_rows, n_features = shape
         delta = self._delta_for(n_rows)  # at least refused when it voids the guarantee of this batch alone
+        # a seed's root, drawn (and a seed refused in secure mode) before the charge
+        root = None if self.random_state is None else _generator(self.random_state, self.secure_noise)
         n_columns = n_features + int(self.fit_intercept)
         n_tasks = len(self._tasks(targets))
         problem = self._problem(n_rows, n_columns, self._make_loss(), self.epsilon, float(self.alpha))
@@ -745,15 +749,22 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         event = _composed(plan.dp_event, n_tasks)
         spent_epsilon = epsilon_of(event, delta)
         charge_fit(self, event, epsilon=spent_epsilon, delta=delta)
-        order_rng, noise_rng = _generator(self.random_state, self.secure_noise).spawn(2)
-        states = [ftrl.StreamState.start(plan, problem.coef_shape, rng) for rng in noise_rng.spawn(n_tasks)]
-        stream = _Stream(plan, problem, states, order_rng, self._data_norm, bool(self.fit_intercept),
+        states = [ftrl.StreamState.start(plan, problem.coef_shape) for _ in range(n_tasks)]
+        stream = _Stream(plan, problem, states, root, self._data_norm, bool(self.fit_intercept),
                          self._stream_params())
         self.__dict__[_STREAM] = stream
         self.dp_event_ = event
         self.epsilon_ = spent_epsilon
         self.delta_ = delta
         return stream
+
+    def _call_generator(self, stream: _Stream) -> np.random.Generator:
+        """The generator of one call (its order and its nodes' noise): with ``random_state=None``
+        fresh entropy (or the secure generator) at every call, so that two copies of a stream (a
+        ``deepcopy``, a pickle) continued on different rows never draw the same noise; with a
+        seed, the next child of the seed's root (reproducible, for experiments only: the copies
+        of a seeded stream do repeat their noise)."""
+        return _generator(None, self.secure_noise) if stream.root is None else stream.root.spawn(1)[0]
 
     def _store_stream_model(self, stream: _Stream, coefs: list) -> None:
         """The model released after a call, with the attributes ``fit`` sets (the stream's guarantee)."""

@@ -727,9 +727,9 @@ class StreamState:
     step: float = math.inf
 
     @classmethod
-    def start(cls, plan: StreamPlan, shape: tuple, rng: np.random.Generator) -> StreamState:
-        """``w_1 = 0`` and an empty tree of ``plan.n_leaves`` leaves whose noise ``rng`` draws."""
-        return cls(np.zeros(shape), tree.TreeNoisePrefix(shape, plan.noise_std, plan.n_leaves, rng))
+    def start(cls, plan: StreamPlan, shape: tuple) -> StreamState:
+        """``w_1 = 0`` and an empty tree of ``plan.n_leaves`` leaves."""
+        return cls(np.zeros(shape), tree.TreeNoisePrefix(shape, plan.noise_std, plan.n_leaves))
 
 
 def summed_gradient(gradient: _core.GradientFn) -> _core.GradientFn:
@@ -742,10 +742,14 @@ def summed_gradient(gradient: _core.GradientFn) -> _core.GradientFn:
     return leaf
 
 
-def stream_steps(plan: StreamPlan, state: StreamState, X: np.ndarray, y: np.ndarray, problem: Problem) -> np.ndarray:
+def stream_steps(
+    plan: StreamPlan, state: StreamState, X: np.ndarray, y: np.ndarray, problem: Problem, rng: np.random.Generator
+) -> np.ndarray:
     """One call: ``plan.steps_per_call`` lazy FTRL steps (:func:`lazy_ftrl`) over consecutive
-    blocks of the clipped rows ``X`` (:func:`stream_batch_sizes`), on the tree's noisy prefix sums;
-    updates ``state`` and returns the new iterate."""
+    blocks of the clipped rows ``X`` (:func:`stream_batch_sizes`), on the tree's noisy prefix sums
+    (the nodes this call completes drawn from ``rng``); updates ``state`` and returns the new
+    iterate."""
+    state.prefix.rng = rng
     sizes = stream_batch_sizes(X.shape[0], plan.steps_per_call)
     steps = plan.steps(sizes, state.rows, state.squares, state.step)
     gradient = summed_gradient(clipped_gradient(problem.loss, plan.clip_norm, float(problem.l2_penalty)))

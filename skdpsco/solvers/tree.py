@@ -71,10 +71,12 @@ class TreeNoisePrefix:
     :meth:`add` takes the next leaf and returns the released prefix sum: the exact sum plus the
     sum of the noises of the nodes of its binary decomposition. Each node's noise is drawn once,
     by :func:`skdpsco.solvers._core.release_noise` on the node's exact sum (the released value),
-    when its last leaf arrives; ``rng`` is the only source of randomness.
+    when its last leaf arrives, from ``rng``: the only source of randomness, which the owner may
+    replace between leaves (a stream gives each call a generator of its own, so that two copies
+    of a stream continued on different rows never draw the same noise).
     """
 
-    def __init__(self, shape: tuple, noise_std: float, n_leaves: int, rng: np.random.Generator):
+    def __init__(self, shape: tuple, noise_std: float, n_leaves: int, rng: np.random.Generator | None = None):
         self.noise_std = float(noise_std)
         self.n_leaves = int(n_leaves)
         self.rng = rng
