@@ -673,12 +673,11 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         targets = self._stream_targets(y, classes, first)
         if first:
             stream = self._start_stream(X.shape, targets)
-        rows = clip_rows(X.toarray() if sparse.issparse(X) else X, stream.data_norm)
-        if stream.fit_intercept:
-            rows = np.hstack([rows, np.full((rows.shape[0], 1), stream.data_norm)])
         order_rng, noise_rng = self._call_generator(stream).spawn(2)
-        order = order_rng.permutation(rows.shape[0])  # the leaves of a call are random shares of it
-        rows, targets = rows[order], targets[order]
+        order = order_rng.permutation(X.shape[0])  # the leaves of a call are random shares of it
+        fill = stream.data_norm if stream.fit_intercept else None
+        rows = clipped_rows_in_order(X.toarray() if sparse.issparse(X) else X, order, stream.data_norm, fill=fill)
+        targets = targets[order]
         coefs = [ftrl.stream_steps(stream.plan, state, rows, task, stream.problem, rng)
                  for state, task, rng in zip(stream.states, self._tasks(targets), noise_rng.spawn(len(stream.states)),
                                              strict=True)]

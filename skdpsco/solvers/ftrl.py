@@ -140,6 +140,18 @@ sigma**2)``, the zCDP ``rho`` of the very same single Gaussian release (FMTT's p
 last index, ``feldman.md`` pitfall D13), which the PLD conversion of the Gaussian event beats. It is
 therefore not offered; ``tests/test_ftrl.py`` pins this.
 
+A stream of calls (``partial_fit``): tree aggregation
+-----------------------------------------------------------------------------
+The single-use argument above releases one fresh draw per step, so the noise of the dual state
+after ``t`` steps is the sum of ``t`` draws. A stream of calls, whose every intermediate model is
+released, runs the same lazy loop (:func:`lazy_ftrl`) on the prefix sums of the binary tree
+mechanism instead (:mod:`skdpsco.solvers.tree`; Kairouz et al. 2021): each call's rows are
+``steps_per_call`` leaves (:func:`stream_batch_sizes`), each row one clipped gradient in one leaf,
+and a leaf's sum (not its mean) enters the tree, whose prefix noise is the sum of at most
+``log2(T + 1)`` draws. A row lies in ``floor(log2 T) + 1`` released nodes of sensitivity ``2 C``:
+the stream's event (:attr:`StreamPlan.dp_event`), planned from the public bound on the calls
+before the first call (:func:`plan_stream`), with the steps of :meth:`StreamPlan.steps`.
+
 Randomness: ``rng`` is split into the row order (a uniformly random permutation, or a fixed public
 ``order`` for audits) and the noise, drawn by :func:`skdpsco.solvers._core.gaussian_noise`.
 """
