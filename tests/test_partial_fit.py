@@ -385,3 +385,14 @@ def test_a_stream_runs_in_secure_mode():
     model.partial_fit(X[:200], y[:200], classes=[0, 1])
     model.partial_fit(X[200:], y[200:])
     assert np.all(np.isfinite(model.coef_)) and len(model.accountant.history) == 1
+
+
+@pytest.mark.parametrize("constraint, p", [("l1", None), ("lp", 1.5)])
+def test_a_stream_runs_in_the_other_geometries_within_their_ball(constraint, p):
+    X, y = binary_data(2000)
+    model = stream_model(constraint=constraint, constraint_p=p, radius=3.0)
+    for call, rows in enumerate(np.array_split(np.arange(2000), 4)):
+        model.partial_fit(X[rows], y[rows], classes=[0, 1])
+        w = np.append(model.coef_.ravel(), model.intercept_ / 2.0)  # the solver's intercept column is data_norm
+        assert np.linalg.norm(w, 1 if constraint == "l1" else 1.5) <= 3.0 * (1 + 1e-9)
+    assert model.solver_info_["p"] == (2.0 if p is None else 1.5)

@@ -576,8 +576,9 @@ STEPS_PER_CALL = 1
 """Default number of leaves (FTRL steps, each over its own share of the call's rows) of one call
 of a stream (:class:`StreamFTRL`): each call's rows are one leaf. ``benchmarks/results/stream.md``
 measured 1, 10 and 50 (synthetic logistic, d = 20, 100 calls, epsilon = 1): at 10^4 rows a call
-all three end within 0.001 of each other and 1 is ahead from the second call; at 10^3 rows a call
-1 ends 0.010 and 0.030 ahead (more leaves: a deeper tree, more noise on fewer rows each)."""
+(10 seeds) all three end within 0.0005 of each other and 1 is ahead from the second call (0.802
+against 0.789 and 0.744); at 10^3 rows a call (2 seeds) 1 ends 0.013 ahead of both (more leaves:
+a deeper tree, more noise on fewer rows each)."""
 
 
 @dataclass(frozen=True)
@@ -604,8 +605,9 @@ class StreamPlan:
     gradient_bound : float
         ``B = C + lambda R``, the bound on one row's gradient, ridge included.
     noise_norm : float
-        ``N = sqrt(d max_prefix_terms) sigma``, the root mean square norm bound of the noise of
-        any released prefix sum.
+        ``N``, the bound on the root mean square dual norm of the noise of any released prefix
+        sum: ``sqrt(d max_prefix_terms) sigma`` for the Euclidean potential, ``(d m_q)**(1/q)
+        sqrt(max_prefix_terms) sigma`` for ``p < 2`` (§2.4).
     smoothness : float
         ``beta`` of the per-row objective (``inf`` for a loss without a Lipschitz gradient).
     """
@@ -711,7 +713,8 @@ def plan_stream(
     smoothness = problem.smoothness
     scale = math.sqrt(tree.tree_depth(n_leaves) * n_tasks)
     sigma = calibrated_noise_std(clip * scale, float(problem.epsilon), float(problem.delta))
-    noise_norm = noisy_gradient_bound(0.0, sigma * math.sqrt(tree.max_prefix_terms(n_leaves)), problem.n_params, 2.0)
+    # the dual norm of a prefix's noise: sqrt(d terms) sigma, or (d m_q)**(1/q) sqrt(terms) sigma (§2.4)
+    noise_norm = noisy_gradient_bound(0.0, sigma * math.sqrt(tree.max_prefix_terms(n_leaves)), problem.n_params, exponent)
     return StreamPlan(
         constraint, exponent, radius, clip, sigma, int(n_calls), int(steps_per_call),
         radius / math.sqrt(2.0 * (exponent - 1.0)), clip + float(problem.l2_penalty) * radius, noise_norm,
