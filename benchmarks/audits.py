@@ -87,7 +87,7 @@ from skdpsco.model_selection import RandomTrials, calibrate_trial_rho, noisy_mea
 from skdpsco.preprocessing import DPStandardScaler
 from skdpsco.smoothing import smooth
 from skdpsco.solvers import Problem
-from skdpsco.solvers.ftrl import PrivateFTRL
+from skdpsco.solvers.ftrl import PrivateFTRL, StreamFTRL, StreamState, stream_steps
 from skdpsco.solvers.growth import EpochGrowth, Localization
 from skdpsco.solvers.holder import GradientPerturbationSGD, OutputPerturbationSGD, run_output_perturbation
 from skdpsco.solvers.newton import PrivateNewton
@@ -437,6 +437,33 @@ def ftrl(solver, n_rows: int = 1, epsilon: float = 1.0) -> Setup:
         return solver.run(plan, np.ones((n_rows, 1)), y, problem, np.random.default_rng(seed), order=np.arange(n_rows)).coef[0]
 
     return Setup(run, 1.0, -1.0, _claim(plan.dp_event, AUDIT_DELTA), AUDIT_DELTA)
+
+
+def ftrl_stream(epsilon: float = 2.0, clip_norm: float = 0.5) -> Setup:
+    """partial_fit's core: a stream of two calls of one row each (``x = 1``, hinge loss, no
+    constraint so no projection hides a tail), a tree of two leaves. The first row's label flips
+    (clipped gradients ``-+C``), the second's is +1 in both. The release is both models, ``w_2 =
+    -eta_1 P_1`` and ``w_3 = -eta_2 P_2``; the statistic undoes the public steps and subtracts the
+    second row's clipped gradient, a function of ``w_2``: ``P_1 + P_2 - g_2 = 2 g_1`` plus the
+    noise of leaf 1 and of the node of both, two independent draws. The neighbours' means differ
+    by ``4 C`` over a standard deviation ``sqrt(2) sigma``: the likelihood-ratio test of the whole
+    release, at the claimed ``mu = 2 C sqrt(2) / sigma``."""
+    problem = Problem(1, (1,), HingeLoss(), HingeLoss().constants(1.0, 50.0), 50.0, epsilon, AUDIT_DELTA)
+    plan = StreamFTRL(None, clip_norm=clip_norm).plan(problem, 2)
+    eta_1, eta_2 = plan.steps(np.array([1, 1]), 0, 0)
+    row = np.ones((1, 1))
+
+    def run(label, seed):
+        state, rng = StreamState.start(plan, (1,)), np.random.default_rng(seed)
+        first = float(stream_steps(plan, state, row, np.array([label]), problem, rng)[0])
+        return first, float(stream_steps(plan, state, row, np.array([1.0]), problem, rng)[0])
+
+    def statistic(release):
+        w_2, w_3 = release
+        g_2 = -clip_norm if w_2 < 1.0 else 0.0  # the hinge gradient of (x = 1, y = +1) at w_2, clipped
+        return -w_2 / eta_1 - w_3 / eta_2 - g_2
+
+    return Setup(run, 1.0, -1.0, _claim(plan.dp_event, AUDIT_DELTA), AUDIT_DELTA, statistic)
 
 
 def holder_problem(n: int, epsilon: float) -> Problem:
@@ -1075,6 +1102,9 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
           "row 3 label flip (rows 0-2 label +1): the sum of clipped gradients moves by 2C",
           lambda: ftrl(PrivateFTRL("l2", clip_norm=0.5, batch_size=4), 4, 2.0), 4000,
           note=_FTRL),
+    Audit("ftrl_stream", "partial_fit's core: private FTRL with tree aggregation, two calls of one row, epsilon = 2",
+          "the first call's row, hinge x = 1, label flip: clipped gradients -+C in leaf 1 and the node of both leaves",
+          lambda: ftrl_stream(2.0), 4000, note="two Gaussian releases of the row, calibrated exactly to the claim"),
     Audit("localization", "localization (Gaussian), n = 4, epsilon = 2", "row 0, Huber labels +-2; other rows x = 0",
           lambda: growth_audit(Localization(), 4, False, 2.0), 3000, factor=4.0, note=_HALF_SHIFT),
     Audit("localization_laplace", "localization (Laplace, pure DP), n = 4, epsilon = 1", "as localization",

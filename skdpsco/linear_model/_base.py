@@ -39,7 +39,7 @@ from ..accounting import (
 )
 from ..accounting._ledger import CarriesDefaultLedger, charge_fit
 from ..losses import PinballLoss, PowerLoss, WeightedLoss, weighted_targets
-from ..solvers import ALGORITHMS, WEIGHTED_ALGORITHMS, Problem, select_algorithm
+from ..solvers import ALGORITHMS, WEIGHTED_ALGORITHMS, Problem, ftrl, select_algorithm
 from ..solvers._core import (
     _refuse_non_finite,
     canonical_csr,
@@ -145,6 +145,14 @@ def relative_weights(weights: np.ndarray, max_weight: float) -> np.ndarray:
     return weights / max_weight
 
 
+def _same_param(a, b) -> bool:
+    """Whether two values of a parameter are equal (arrays by value)."""
+    try:
+        return bool(np.all(a == b)) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
+
+
 def _composed(event, count: int):
     return event if count == 1 else dp_accounting.SelfComposedDpEvent(event, count)
 
@@ -166,6 +174,25 @@ def _pure_epsilon(event) -> float:
 
 KAPPA_LOWER_FLOOR = 1.5
 """Smallest default ``kappa_lower`` (``asi_growth.md`` §6 "Defaults": 1.5 for sharp problems)."""
+
+
+_STREAM = "_stream_"  # the estimator attribute holding a partial_fit stream (removed by fit)
+
+
+@dataclasses.dataclass
+class _Stream:
+    """A partial_fit stream: its public plan, problem and row bound (fixed at the first call),
+    the state of each task, and the public counts (calls, rows)."""
+
+    plan: object
+    problem: Problem
+    states: list
+    root: np.random.Generator | None
+    data_norm: float
+    fit_intercept: bool
+    params: dict
+    n_calls: int = 0
+    n_rows: int = 0
 
 
 class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
@@ -199,6 +226,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         "feature_scaling": [StrOptions({"standard"}), None],
         "max_weight": [Interval(numbers.Real, 0, None, closed="neither")],
         "secure_noise": ["boolean", None],
+        "max_partial_fit_calls": [Interval(numbers.Integral, 1, None, closed="left"), None],
     }
 
     def __init__(
@@ -221,6 +249,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         feature_scaling="standard",
         max_weight=1.0,
         secure_noise=None,
+        max_partial_fit_calls=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -239,6 +268,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         self.feature_scaling = feature_scaling
         self.max_weight = max_weight
         self.secure_noise = secure_noise
+        self.max_partial_fit_calls = max_partial_fit_calls
 
     # -- hooks ----------------------------------------------------------------------------
     @abstractmethod
@@ -279,6 +309,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         wrapper = label_wrapper()
         if wrapper is not None:
             warnings.warn(label_wrapper_warning(wrapper), PrivacyWarning, stacklevel=4)
+        for name in (_STREAM, "n_partial_fit_calls_"):  # fit ends a partial_fit stream: the next call starts a new one
+            self.__dict__.pop(name, None)
         try:
             self._fit_steps(X, y, sample_weight)
         except BaseException:
@@ -604,6 +636,151 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         self.n_iter_ = np.array([-(-r.n_gradients // n_samples) for r in results], dtype=np.int32)
         self.solver_info_ = dict(results[0].info)
 
+    # -- a stream of partial_fit calls ----------------------------------------------------
+    def _partial_fit_private(self, X, y, classes=None, sample_weight=None):
+        """One call of a stream (the estimators' ``partial_fit``): the first call checks the
+        public setting, plans the whole stream and charges its event, once; every call then runs
+        :func:`~skdpsco.solvers.ftrl.stream_steps` on its rows and stores the model. A call that
+        fails before its rows are read leaves the stream as it was."""
+        first = _STREAM not in self.__dict__
+        if first:
+            self._validate_params()
+            self._check_stream_setting(sample_weight)
+        else:
+            stream = self.__dict__[_STREAM]
+            changed = sorted(name for name, value in self._stream_params().items()
+                             if not _same_param(value, stream.params[name]))
+            if changed:
+                raise ValueError(
+                    f"The parameters {changed} changed since the first call of this partial_fit stream, "
+                    "whose plan and charge they fixed. Set them back, or start a new stream (fit, or a clone)."
+                )
+            if stream.n_calls == stream.plan.n_calls:
+                raise ValueError(
+                    f"partial_fit was called max_partial_fit_calls={stream.plan.n_calls} times: the stream's "
+                    "tree and its privacy charge cover no more calls. Start a new stream (on a clone of the "
+                    "estimator, or after fit), with a larger max_partial_fit_calls if needed: it is charged "
+                    "anew, and rows read again in it spend their privacy again."
+                )
+            if sample_weight is not None:
+                self._check_stream_setting(sample_weight)
+        if is_dask(X):
+            raise TypeError("partial_fit takes in-memory rows (numpy or scipy.sparse); pass each block of a Dask collection in its own call.")
+        X, y = validate_data(
+            self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, reset=first,
+            y_numeric=self._numeric_targets,
+        )
+        targets = self._stream_targets(y, classes, first)
+        if first:
+            stream = self._start_stream(X.shape, targets)
+        order_rng, noise_rng = self._call_generator(stream).spawn(2)
+        order = order_rng.permutation(X.shape[0])  # the leaves of a call are random shares of it
+        fill = stream.data_norm if stream.fit_intercept else None
+        rows = clipped_rows_in_order(X.toarray() if sparse.issparse(X) else X, order, stream.data_norm, fill=fill)
+        targets = targets[order]
+        coefs = [ftrl.stream_steps(stream.plan, state, rows, task, stream.problem, rng)
+                 for state, task, rng in zip(stream.states, self._tasks(targets), noise_rng.spawn(len(stream.states)),
+                                             strict=True)]
+        stream.n_calls += 1
+        stream.n_rows += rows.shape[0]
+        self._store_stream_model(stream, coefs)
+        return self
+
+    def _stream_params(self) -> dict:
+        """The parameters a stream is planned with (``accountant`` aside: charged once already)."""
+        return {name: value for name, value in self.get_params(deep=False).items() if name != "accountant"}
+
+    def _check_stream_setting(self, sample_weight) -> None:
+        """Refuse, before anything is charged, a setting ``partial_fit`` cannot make private:
+        each refusal names the parameter and the fix."""
+        if self.max_partial_fit_calls is None:
+            raise ValueError(
+                "partial_fit needs max_partial_fit_calls, the public bound on the number of calls of the "
+                "stream: its privacy event (tree aggregation over the calls) is planned and charged at the "
+                "first call. Pass e.g. max_partial_fit_calls=100."
+            )
+        if self.algorithm not in ("auto", "ftrl"):
+            raise ValueError(
+                f"partial_fit runs private FTRL with tree aggregation; got algorithm={self.algorithm!r}. "
+                "Use algorithm='auto' or 'ftrl' (fit runs the other algorithms)."
+            )
+        if self.feature_scaling is not None or not isinstance(self.data_norm, numbers.Real):
+            raise ValueError(
+                "partial_fit needs public bounds fixed before the stream: a numeric data_norm (the public "
+                "bound on a row's norm) and feature_scaling=None (scale the features with public "
+                f"statistics, e.g. a scaler fitted on public rows); got data_norm={self.data_norm!r}, "
+                f"feature_scaling={self.feature_scaling!r}."
+            )
+        self._check_stream_bounds()
+        if isinstance(self.delta, str):
+            raise ValueError(
+                "partial_fit needs a numeric delta: delta='auto' is a function of the number of rows, "
+                "which a stream does not know in advance. Pass delta= below 1 / (the rows of the "
+                "whole stream)."
+            )
+        if float(self.delta) == 0.0:
+            raise ValueError("partial_fit adds Gaussian noise: it needs delta > 0 (delta=0, pure DP, is for fit's Laplace algorithms).")
+        if sample_weight is not None or getattr(self, "class_weight", None) is not None:
+            raise ValueError("partial_fit does not take weights: pass sample_weight=None and class_weight=None, or use fit.")
+
+    def _check_stream_bounds(self) -> None:
+        """Refuse a bound other than ``data_norm`` that a stream cannot release (regressors: the
+        target bound)."""
+
+    def _stream_targets(self, y: np.ndarray, classes, first: bool) -> np.ndarray:
+        """The targets of a call (classifiers: encoded in the label set fixed at the first call)."""
+        if classes is not None:
+            raise ValueError(f"{type(self).__name__}.partial_fit takes no classes.")
+        return self._encode_targets(y)
+
+    def _start_stream(self, shape: tuple, targets: np.ndarray) -> _Stream:
+        """Plan the stream from public quantities (the bound on the calls, the first batch's size
+        and the parameters), charge its event once, and keep its state."""
+        n_rows, n_features = shape
+        delta = self._delta_for(n_rows)  # at least refused when it voids the guarantee of this batch alone
+        # a seed's root, drawn (and a seed refused in secure mode) before the charge
+        root = None if self.random_state is None else _generator(self.random_state, self.secure_noise)
+        n_columns = n_features + int(self.fit_intercept)
+        n_tasks = len(self._tasks(targets))
+        problem = self._problem(n_rows, n_columns, self._make_loss(), self.epsilon, float(self.alpha))
+        solver = self._configured_solver("ftrl", ftrl.StreamFTRL())
+        plan = solver.plan(problem, int(self.max_partial_fit_calls), n_tasks)
+        event = _composed(plan.dp_event, n_tasks)
+        spent_epsilon = epsilon_of(event, delta)
+        charge_fit(self, event, epsilon=spent_epsilon, delta=delta)
+        states = [ftrl.StreamState.start(plan, problem.coef_shape) for _ in range(n_tasks)]
+        stream = _Stream(plan, problem, states, root, self._data_norm, bool(self.fit_intercept),
+                         self._stream_params())
+        self.__dict__[_STREAM] = stream
+        self.dp_event_ = event
+        self.epsilon_ = spent_epsilon
+        self.delta_ = delta
+        return stream
+
+    def _call_generator(self, stream: _Stream) -> np.random.Generator:
+        """The generator of one call (its order and its nodes' noise): with ``random_state=None``
+        fresh entropy (or the secure generator) at every call, so that two copies of a stream (a
+        ``deepcopy``, a pickle) continued on different rows never draw the same noise; with a
+        seed, the next child of the seed's root (reproducible, for experiments only: the copies
+        of a seeded stream do repeat their noise)."""
+        return _generator(None, self.secure_noise) if stream.root is None else stream.root.spawn(1)[0]
+
+    def _store_stream_model(self, stream: _Stream, coefs: list) -> None:
+        """The model released after a call, with the attributes ``fit`` sets (the stream's guarantee)."""
+        n_features = self.n_features_in_
+        self._store_coef(np.vstack([np.atleast_2d(c) for c in coefs]))
+        self._fold_scaling(np.ones(n_features), None, 1.0)
+        self.feature_scales_ = np.ones(n_features)
+        self.row_norm_ = float(stream.data_norm)
+        self.standardisation_ = None
+        self.radius_ = float(stream.problem.radius)
+        self.algorithm_ = "ftrl"
+        self.loss_ = stream.problem.loss
+        self.n_gradients_ = stream.n_rows * len(coefs)
+        self.n_iter_ = np.ones(len(coefs), dtype=np.int32)
+        self.n_partial_fit_calls_ = stream.n_calls
+        self.solver_info_ = {**stream.plan.info(), "calls": stream.n_calls}
+
     def _validated_dask(self, X, y, sample_weight) -> tuple:
         """``(X, y)`` of a Dask collection as lazy Dask arrays (:func:`skdpsco._dask.validate`),
         checked before anything is charged: one pass for non-finite values (and, for classifiers,
@@ -771,16 +948,17 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         self.coef_ = coef.reshape(np.shape(self.coef_))
         self.intercept_ = intercept if np.ndim(self.intercept_) else float(intercept[0])
 
-    def _configured_solver(self, algorithm: str):
+    def _configured_solver(self, algorithm: str, solver=None):
         """The registered solver of ``algorithm`` with this estimator's solver options.
 
         ``constraint`` / ``constraint_p`` configure the domain of the solvers that have one
         (``'ftrl'``); ``step_scale`` multiplies the default step of the solvers that have that
         public hyper-parameter; ``kappa_lower`` of ``'epoch_growth'`` is
         :meth:`_kappa_lower`. An option the chosen solver does not have is an error, never
-        silently ignored.
+        silently ignored. ``solver``: a solver of ``algorithm`` other than the registered one
+        (``partial_fit``'s :class:`~skdpsco.solvers.ftrl.StreamFTRL`).
         """
-        solver = ALGORITHMS[algorithm]
+        solver = ALGORITHMS[algorithm] if solver is None else solver
         fields = {field.name for field in dataclasses.fields(solver)}
         options = {}
         if self.constraint_p is not None and self.constraint == "l2":
@@ -923,6 +1101,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         max_weight=1.0,
         class_weight=None,
         secure_noise=None,
+        max_partial_fit_calls=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
@@ -930,6 +1109,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state, accountant=accountant, verbose=verbose,
             feature_scaling=feature_scaling, max_weight=max_weight, secure_noise=secure_noise,
+            max_partial_fit_calls=max_partial_fit_calls,
         )
         self.classes = classes
         self.class_weight = class_weight
@@ -961,6 +1141,61 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
             The fitted estimator.
         """
         return self._fit_private(X, y, sample_weight)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Update the model with one batch of new rows of a stream (private FTRL with tree aggregation).
+
+        Every model released after every call is covered by one guarantee, ``(epsilon_,
+        delta_)``, charged to the accountant once, at the first call, before any row is read:
+        the stream's event ``dp_event_`` (tree aggregation over ``max_partial_fit_calls *
+        steps_per_call`` leaves, each row one clipped gradient in one leaf; user guide,
+        "Streams: partial_fit"). Public: ``max_partial_fit_calls``, the number of calls and each
+        call's number of rows. Each row must be passed in one call only: the library cannot see
+        a row's identity, and a row passed in ``k`` calls is protected only as a group of ``k``
+        rows (its privacy loss is that of ``k``-fold composition, ``sqrt(k)`` times the ``mu`` of
+        the Gaussian guarantee). ``fit`` ends the stream; a call after ``fit`` starts a new one,
+        from the zero model, with a new charge. Needs a numeric ``data_norm`` and ``delta``,
+        ``feature_scaling=None``, ``algorithm`` ``'auto'`` or ``'ftrl'``, and no weights; the
+        ``solver_options`` are those of :class:`~skdpsco.solvers.ftrl.StreamFTRL`
+        (``steps_per_call``, ``clip_norm``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The new rows (sparse rows are made dense, one call at a time).
+        y : array-like of shape (n_samples,)
+            Their labels, all in the label set.
+        classes : array-like of shape (n_classes,) or None, default=None
+            The public label set; required at the first call unless the ``classes`` parameter
+            is set (scikit-learn's convention). Later calls may repeat it.
+        sample_weight : None
+            Not supported (``None`` only).
+
+        Returns
+        -------
+        self
+            The estimator, with the model after this call.
+        """
+        return self._partial_fit_private(X, y, classes, sample_weight)
+
+    def _stream_targets(self, y, classes, first):
+        """Labels of a call encoded in the label set fixed at the first call: ``classes`` of the
+        call or the ``classes`` parameter (they must agree), refused when missing."""
+        check_classification_targets(y)
+        if first:
+            if classes is None and self.classes is None:
+                raise ValueError(
+                    "classes must be passed at the first call of partial_fit (the public label set; "
+                    "a batch may lack some labels), or set with the classes parameter."
+                )
+            label_set = self._public_label_set(self.classes if classes is None else classes)
+            if self.classes is not None and not np.array_equal(label_set, self._public_label_set()):
+                raise ValueError("partial_fit's classes= differs from the classes parameter; pass one label set.")
+        else:
+            label_set = self.classes_
+            if classes is not None and not np.array_equal(self._public_label_set(classes), label_set):
+                raise ValueError("classes= differs from the label set of the first call of partial_fit (classes_).")
+        return self._encoded_labels(y, label_set)
 
     def _class_weight_factors(self, y):
         """Each row's ``class_weight`` (1 for a label missing from the dict), or ``None``.
@@ -997,11 +1232,11 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         per_class = np.array([float(class_weight.get(label, 1.0)) for label in self.classes_])
         return per_class[np.searchsorted(self.classes_, y)]
 
-    def _public_label_set(self) -> np.ndarray:
-        """``classes`` sorted, refused unless it holds at least 2 labels, each once: a label listed
-        twice is a mistake in the public label set (which of the two would a coefficient be for?),
-        and a public parameter, so the check reads nothing of the data."""
-        listed = np.asarray(self.classes)
+    def _public_label_set(self, listed=None) -> np.ndarray:
+        """``classes`` (or ``listed``) sorted, refused unless it holds at least 2 labels, each
+        once: a label listed twice is a mistake in the public label set (which of the two would a
+        coefficient be for?), and a public parameter, so the check reads nothing of the data."""
+        listed = np.asarray(self.classes if listed is None else listed)
         classes = np.unique(listed)
         if classes.size != listed.size:
             raise ValueError(
@@ -1036,11 +1271,16 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
                 )
         else:
             classes = self._public_label_set()
-            if np.setdiff1d(np.unique(y), classes).size:
-                raise ValueError(
-                    "y contains labels that are not in classes=; pass the complete public label set "
-                    "(this message does not repeat the labels of y)."
-                )
+        return self._encoded_labels(y, classes)
+
+    def _encoded_labels(self, y, classes: np.ndarray) -> np.ndarray:
+        """``+-1`` for two classes, indices in ``classes`` otherwise; sets ``classes_``. A label
+        outside ``classes`` is refused, without repeating it."""
+        if np.setdiff1d(np.unique(y), classes).size:
+            raise ValueError(
+                "y contains labels that are not in classes=; pass the complete public label set "
+                "(this message does not repeat the labels of y)."
+            )
         self.classes_ = classes
         indices = np.searchsorted(classes, y)
         if classes.size == 2:

@@ -43,7 +43,8 @@ class DPPoissonRegressor(BaseDPRegressor):
     Parameters
     ----------
     epsilon, delta, data_norm, alpha, fit_intercept, algorithm, constraint, constraint_p, \
-step_scale, solver_options, random_state, accountant, verbose, feature_scaling, max_weight, secure_noise
+step_scale, solver_options, random_state, accountant, verbose, feature_scaling, max_weight, secure_noise, \
+max_partial_fit_calls
         As in :class:`~skdpsco.DPLogisticRegression`.
     radius : float or None, default=None
         Public radius of the parameter ball, on the rows the solver reads (norm bound ``B``,

@@ -145,6 +145,11 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         releases its single noisy statistics on a grid with exact discrete noise (see
         :func:`skdpsco.set_config` and the user guide's "Secure mode"); ``False``: numpy's
         seeded generator; ``None``: the global ``skdpsco.get_config()['secure_noise']``.
+    max_partial_fit_calls : int or None, default=None
+        Public bound on the number of :meth:`partial_fit` calls of one stream (``fit`` ignores
+        it). The stream's privacy event, tree aggregation over the calls, is planned from it and
+        charged at the first call; a call beyond it is refused. ``None``: ``partial_fit`` refuses
+        to start (user guide, "Streams: partial_fit").
 
     Attributes
     ----------
@@ -169,6 +174,9 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         public quantities before the rows are read, never a convergence count.
     solver_info_ : dict
         Public diagnostics of the schedule (number of steps, batch sizes, noise scale).
+    n_partial_fit_calls_ : int
+        Calls of the current :meth:`partial_fit` stream (absent after ``fit``). After a call,
+        ``epsilon_``, ``delta_`` and ``dp_event_`` are the whole stream's guarantee.
     feature_scales_ : ndarray of shape (n_features,)
         The per-feature divisors applied before the row clip: powers of two released by the
         private order-of-magnitude histogram (``feature_scaling`` without ``data_norm``), ones

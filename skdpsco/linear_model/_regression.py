@@ -52,6 +52,7 @@ class BaseDPRegressor(RegressorMixin, BaseDPLinearModel):
         feature_scaling="standard",
         max_weight=1.0,
         secure_noise=None,
+        max_partial_fit_calls=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
@@ -59,6 +60,7 @@ class BaseDPRegressor(RegressorMixin, BaseDPLinearModel):
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state, accountant=accountant, verbose=verbose,
             feature_scaling=feature_scaling, max_weight=max_weight, secure_noise=secure_noise,
+            max_partial_fit_calls=max_partial_fit_calls,
         )
         self.y_bound = y_bound
 
@@ -83,6 +85,34 @@ class BaseDPRegressor(RegressorMixin, BaseDPLinearModel):
         """
         self._fit_private(X, y, sample_weight)
         return self
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Update the model with one batch of new rows of a stream (private FTRL with tree
+        aggregation), as :meth:`DPLogisticRegression.partial_fit
+        <skdpsco.DPLogisticRegression.partial_fit>` (what is public, the one charge at the first
+        call, rows passed in several calls); needs a numeric ``y_bound`` too.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The new rows.
+        y : array-like of shape (n_samples,)
+            Their targets; clipped to ``y_bound``.
+        sample_weight : None
+            Not supported (``None`` only).
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit_private(X, y, None, sample_weight)
+
+    def _check_stream_bounds(self) -> None:
+        if not isinstance(self.y_bound, numbers.Real):
+            raise ValueError(
+                f"partial_fit needs a public numeric y_bound (the bound on |y|, fixed before the stream); "
+                f"got y_bound={self.y_bound!r}."
+            )
 
     @property
     def _domain_radius(self) -> float:
@@ -160,7 +190,8 @@ class DPLpRegression(SmoothingMixin, BaseDPRegressor):
     Parameters
     ----------
     epsilon, delta, data_norm, alpha, fit_intercept, algorithm, constraint, constraint_p, \
-step_scale, solver_options, random_state, accountant, verbose, feature_scaling, max_weight, secure_noise
+step_scale, solver_options, random_state, accountant, verbose, feature_scaling, max_weight, secure_noise, \
+max_partial_fit_calls
         As in :class:`~skdpsco.DPLogisticRegression`. The private target bound
         (``y_bound='private'``) is released from the unweighted targets.
     radius : float or None, default=None
@@ -264,6 +295,7 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
         feature_scaling="standard",
         max_weight=1.0,
         secure_noise=None,
+        max_partial_fit_calls=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
@@ -271,6 +303,7 @@ step_scale, solver_options, random_state, accountant, verbose, feature_scaling, 
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state, accountant=accountant, verbose=verbose, y_bound=y_bound,
             feature_scaling=feature_scaling, max_weight=max_weight, secure_noise=secure_noise,
+            max_partial_fit_calls=max_partial_fit_calls,
         )
         self.p = p
         self.smoothing_width = smoothing_width

@@ -40,7 +40,8 @@ class DPHuberRegressor(BaseDPRegressor):
     Parameters
     ----------
     epsilon, delta, data_norm, alpha, fit_intercept, algorithm, constraint, constraint_p, \
-step_scale, solver_options, random_state, accountant, verbose, feature_scaling, max_weight, secure_noise
+step_scale, solver_options, random_state, accountant, verbose, feature_scaling, max_weight, secure_noise, \
+max_partial_fit_calls
         As in :class:`~skdpsco.DPLogisticRegression`.
     radius, y_bound
         As in :class:`~skdpsco.DPLpRegression`.
@@ -109,6 +110,7 @@ row_norm_, standardisation_
         feature_scaling="standard",
         max_weight=1.0,
         secure_noise=None,
+        max_partial_fit_calls=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
@@ -116,6 +118,7 @@ row_norm_, standardisation_
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state, accountant=accountant, verbose=verbose, y_bound=y_bound,
             feature_scaling=feature_scaling, max_weight=max_weight, secure_noise=secure_noise,
+            max_partial_fit_calls=max_partial_fit_calls,
         )
         self.huber_threshold = huber_threshold
 
@@ -149,7 +152,8 @@ class DPQuantileRegressor(SmoothingMixin, BaseDPRegressor):
     quantile : float, default=0.5
         The quantile the model estimates, in ``(0, 1)``.
     epsilon, delta, data_norm, alpha, fit_intercept, algorithm, constraint, constraint_p, \
-step_scale, solver_options, random_state, accountant, verbose, feature_scaling, max_weight, secure_noise
+step_scale, solver_options, random_state, accountant, verbose, feature_scaling, max_weight, secure_noise, \
+max_partial_fit_calls
         As in :class:`~skdpsco.DPLogisticRegression`.
     radius, y_bound, smoothing_width
         As in :class:`~skdpsco.DPLpRegression`.
@@ -205,6 +209,7 @@ row_norm_, standardisation_
         feature_scaling="standard",
         max_weight=1.0,
         secure_noise=None,
+        max_partial_fit_calls=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
@@ -212,6 +217,7 @@ row_norm_, standardisation_
             constraint_p=constraint_p, step_scale=step_scale, solver_options=solver_options,
             random_state=random_state, accountant=accountant, verbose=verbose, y_bound=y_bound,
             feature_scaling=feature_scaling, max_weight=max_weight, secure_noise=secure_noise,
+            max_partial_fit_calls=max_partial_fit_calls,
         )
         self.quantile = quantile
         self.smoothing_width = smoothing_width

@@ -31,7 +31,8 @@ class DPHingeSVM(SmoothingMixin, BaseDPLinearClassifier):
     ----------
     epsilon, delta, data_norm, alpha, fit_intercept, algorithm, constraint, \
 constraint_p, step_scale, solver_options, random_state, accountant, verbose, classes, feature_scaling, \
-max_weight, class_weight, secure_noise
+max_weight, class_weight, secure_noise, \
+max_partial_fit_calls
         As in :class:`~skdpsco.DPLogisticRegression`. With one-vs-rest, a row's weight (its
         ``sample_weight`` times its own class's ``class_weight``) weighs its loss in every
         class's model, as in ``SGDClassifier``.
@@ -123,6 +124,7 @@ max_weight, class_weight, secure_noise
         max_weight=1.0,
         class_weight=None,
         secure_noise=None,
+        max_partial_fit_calls=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, data_norm=data_norm, radius=radius, alpha=alpha,
@@ -131,6 +133,7 @@ max_weight, class_weight, secure_noise
             random_state=random_state,
             accountant=accountant, verbose=verbose, classes=classes, feature_scaling=feature_scaling,
             max_weight=max_weight, class_weight=class_weight, secure_noise=secure_noise,
+            max_partial_fit_calls=max_partial_fit_calls,
         )
         self.loss = loss
         self.q = q
