@@ -113,8 +113,27 @@ def test_private_target_bound_composes_into_the_fits_one_event():
     mu = 1.0 / gaussian_noise_multiplier(1.0, 1e-5)
     # the target bound gets the whole cap whatever n: a clipped target is a wrong target
     assert histogram.noise_multiplier == pytest.approx(1.0 / (math.sqrt(_bounds.BOUND_SHARE) * mu))
-    assert math.log2(model.y_bound_ / _bounds.SCALED_BOUND).is_integer()
-    assert np.mean(np.abs(y) <= model.y_bound_) >= 0.99  # the top significant order: a high quantile
+    # 5 % of the targets are negative, in no significant order: the range is [0, SCALED_BOUND 2**k]
+    # with k the top significant order of the positive ones, released as its centre and half-width
+    assert 0.03 < np.mean(y < 0) < 0.07
+    assert math.log2(2.0 * model.y_bound_ / _bounds.SCALED_BOUND).is_integer()
+    assert model.y_centre_ == model.y_bound_
+    assert np.mean(y <= model.y_centre_ + model.y_bound_) >= 0.99  # the top significant order: a high quantile
+
+
+def test_centred_bound_keeps_each_sign_with_a_significant_order():
+    rng = np.random.default_rng(0)
+    plan = _bounds.plan_bound(gaussian_mu=1.0)
+    y = np.concatenate([rng.uniform(100.0, 150.0, 500), -rng.uniform(5.0, 7.0, 500)])  # orders 7 and 2-3
+    scale, centre = _bounds.release_centred_bound(y, plan, rng)
+    lower, upper = centre - _bounds.SCALED_BOUND * scale, centre + _bounds.SCALED_BOUND * scale
+    assert lower == pytest.approx(-_bounds.SCALED_BOUND * 8.0) and upper == pytest.approx(_bounds.SCALED_BOUND * 128.0)
+    positive = np.abs(y)
+    assert _bounds.release_centred_bound(positive, plan, rng) == (64.0, _bounds.SCALED_BOUND * 64.0)
+    assert _bounds.release_centred_bound(-positive, plan, rng) == (64.0, -_bounds.SCALED_BOUND * 64.0)
+    # no significant order (a handful of rows): the mode, capped, and no centre (release_bound's fallback)
+    few = _bounds.release_centred_bound(positive[:3], _bounds.plan_bound(gaussian_mu=0.01), rng, fallback_cap=0)
+    assert few[1] == 0.0 and few[0] <= 1.0
 
 
 @pytest.mark.parametrize("power", [-7, 0, 9])
