@@ -7,7 +7,7 @@ import dp_accounting
 import numpy as np
 import pytest
 
-from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant, PrivacyWarning
+from skdpsco import DPHuberRegressor, DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant, PrivacyWarning
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
 from skdpsco.linear_model import _bounds, _scaling
 from skdpsco.linear_model._base import _pure_epsilon, fixed_row_bound_warning
@@ -80,6 +80,35 @@ def test_row_bound_share_resolves_an_eighth_of_the_rows_and_no_more_up_to_its_ca
             assert resolved == pytest.approx(_scaling.MAGNITUDE_THRESHOLD * plan.count_std)
     with pytest.raises(ValueError, match="exactly one"):
         _bounds.row_bound_share(100)
+
+
+@pytest.mark.parametrize("budget", [{"gaussian_mu": 0.27}, {"gaussian_mu": 2.0}, {"pure_epsilon": 1.0}])
+def test_target_range_share_resolves_a_quarter_of_the_targets_between_the_share_and_its_cap(budget):
+    (kind, total), = budget.items()
+    sizes = (10, 100, 1_000, 10_000, 100_000)
+    shares = [_bounds.target_range_share(n, **budget) for n in sizes]
+    assert all(_bounds.BOUND_SHARE <= s <= _bounds.TARGET_SHARE_CAP for s in shares)
+    assert shares == sorted(shares, reverse=True) and shares[-1] == _bounds.BOUND_SHARE  # the former share on many rows
+    for n, share in zip(sizes, shares):
+        if _bounds.BOUND_SHARE < share < _bounds.TARGET_SHARE_CAP:  # exactly at the significance threshold
+            plan = _bounds.plan_bound(**{kind: (math.sqrt(share) if kind == "gaussian_mu" else share) * total})
+            resolved = _bounds.TARGET_RESOLVED_FRACTION * n
+            assert resolved == pytest.approx(_scaling.MAGNITUDE_THRESHOLD * plan.count_std)
+    assert _bounds.target_range_share(10, **budget) == _bounds.TARGET_SHARE_CAP
+    with pytest.raises(ValueError, match="exactly one"):
+        _bounds.target_range_share(100)
+
+
+def test_small_least_squares_fit_spends_the_target_range_share_and_meets_its_budget():
+    X, y = _regression(n=200)
+    model = DPLpRegression(epsilon=1.0, random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+    assert model.epsilon_ <= 1.0 and model.epsilon_ == pytest.approx(1.0, rel=2e-3)
+    mu = 1.0 / gaussian_noise_multiplier(1.0, 1e-5)
+    share = _bounds.target_range_share(200, gaussian_mu=mu)
+    assert share > _bounds.BOUND_SHARE
+    assert model.dp_event_.events[0].noise_multiplier == pytest.approx(1.0 / (math.sqrt(share) * mu))
+    huber = DPHuberRegressor(epsilon=1.0, random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+    assert huber.dp_event_.events[0].noise_multiplier == pytest.approx(1.0 / (math.sqrt(_bounds.BOUND_SHARE) * mu))
 
 
 def test_plan_events_are_the_histogram_mechanisms():

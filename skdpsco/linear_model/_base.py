@@ -676,11 +676,16 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
 
     def _bound_shares(self, n_samples: int, row_bound: bool, as_zcdp: bool = False) -> dict:
         """Share of the budget of each private bound, by name: :data:`~._bounds.BOUND_SHARE` for
-        the target bound, :func:`~._bounds.row_bound_share` of ``n`` for the row bound."""
+        the target bound (:func:`~._bounds.target_range_share` of ``n`` for the centred range,
+        :attr:`_centres_targets`), :func:`~._bounds.row_bound_share` of ``n`` for the row bound."""
         shares = {"target": _bounds.BOUND_SHARE} if self._private_target_bound else {}
+        if not (row_bound or self._centres_targets):
+            return shares
+        budget = ({"pure_epsilon": float(self.epsilon)} if self._delta_for(n_samples) == 0.0
+                  else {"gaussian_mu": self._budget_mu(n_samples, as_zcdp)})
+        if self._centres_targets:
+            shares["target"] = _bounds.target_range_share(n_samples, **budget)
         if row_bound:
-            budget = ({"pure_epsilon": float(self.epsilon)} if self._delta_for(n_samples) == 0.0
-                      else {"gaussian_mu": self._budget_mu(n_samples, as_zcdp)})
             shares["rows"] = _bounds.row_bound_share(n_samples, **budget)
         return shares
 
