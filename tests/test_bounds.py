@@ -43,6 +43,19 @@ def test_histogram_of_neighbours_moves_by_at_most_the_claimed_sensitivity():
         assert np.abs(difference).sum() <= _bounds.HISTOGRAM_SENSITIVITY["l1"] + 1e-12
 
 
+def test_signed_histograms_of_neighbours_move_by_at_most_the_claimed_sensitivity():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        y = np.exp(rng.normal(scale=8.0, size=30)) * rng.choice([-1.0, 0.0, 1.0], size=30, p=[0.4, 0.1, 0.5])
+        neighbour = y.copy()
+        neighbour[rng.integers(30)] = rng.choice([-1.0, 0.0, 1.0]) * math.exp(rng.normal(scale=30.0))
+        counts = [_bounds.order_counts([np.maximum(v, 0.0), np.maximum(-v, 0.0)]) for v in (y, neighbour)]
+        assert counts[0].sum() == np.count_nonzero(y)  # each non-zero target in exactly one bin
+        difference = counts[0] - counts[1]
+        assert np.linalg.norm(difference) <= _bounds.HISTOGRAM_SENSITIVITY["l2"] + 1e-12
+        assert np.abs(difference).sum() <= _bounds.HISTOGRAM_SENSITIVITY["l1"] + 1e-12
+
+
 def test_release_is_the_top_significant_order_and_keeps_its_values_whole():
     values = np.concatenate([np.full(500, 3.0), np.full(300, 200.0), [1e9]])  # one outlier
     plan = _bounds.plan_bound(gaussian_mu=1.0)  # noise sd sqrt 2 per count, threshold about 5.7

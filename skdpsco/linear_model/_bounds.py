@@ -8,7 +8,10 @@ holds significantly many values gives a power of two ``s`` (:func:`release_bound
 are then divided by ``s`` and clipped to :data:`SCALED_BOUND`, a public constant: the solver's
 problem, its plan and its event are public before the rows are read (the release only sets a
 per-row map, and every guarantee of the solver holds for any fixed map), and the model is folded
-back to the units of the data.
+back to the units of the data. Least squares with an intercept releases the targets' range instead
+(:func:`release_centred_bound`, share :func:`target_range_share`): the histogram of their signed
+orders, a centre and a half-width, the centre subtracted from the targets and added back to the
+intercept.
 
 The release is the Gaussian mechanism on a histogram (``l2``-sensitivity ``sqrt(2)``: replacing
 one row moves one count from one bin to another), or the Laplace mechanism at ``delta = 0``
@@ -36,6 +39,7 @@ __all__ = [
     "TARGET_RESOLVED_FRACTION",
     "TARGET_SHARE_CAP",
     "BoundPlan",
+    "order_counts",
     "plan_bound",
     "release_bound",
     "release_centred_bound",
@@ -252,12 +256,19 @@ def _significant(noisy: np.ndarray, plan: BoundPlan) -> bool:
     return bool((noisy > MAGNITUDE_THRESHOLD * plan.count_std).any())
 
 
-def _noisy_histograms(columns: list, plan: BoundPlan, rng: np.random.Generator) -> np.ndarray:
-    """One release of the concatenated histograms of binary orders of the non-negative
-    ``columns`` (each row counted in at most one bin of all of them), through
-    :func:`skdpsco._secure.noisy_release`."""
+def order_counts(columns: list) -> np.ndarray:
+    """The concatenated histograms of the binary orders of magnitude of the non-negative
+    ``columns`` (zeros in no bin): ``[|y|]`` for :func:`release_bound`, ``[max(y, 0), max(-y, 0)]``
+    for :func:`release_centred_bound`, where each row is counted in at most one bin of all of
+    them, so that replacing it moves one count (:data:`HISTOGRAM_SENSITIVITY`)."""
     # an infinite row norm (a finite row longer than the float range: order above 1023) in the top bin
-    counts = np.concatenate([magnitude_counts(np.minimum(c, np.finfo(float).max)[:, None])[0] for c in columns])
+    return np.concatenate([magnitude_counts(np.minimum(c, np.finfo(float).max)[:, None])[0] for c in columns])
+
+
+def _noisy_histograms(columns: list, plan: BoundPlan, rng: np.random.Generator) -> np.ndarray:
+    """One release of :func:`order_counts` of ``columns``, through
+    :func:`skdpsco._secure.noisy_release`."""
+    counts = order_counts(columns)
     sensitivity = HISTOGRAM_SENSITIVITY["l1" if plan.laplace else "l2"]
     return noisy_release(counts, plan.noise, rng, sensitivity=sensitivity, laplace=plan.laplace, release=release_noise)
 
