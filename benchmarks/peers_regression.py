@@ -87,7 +87,9 @@ def adassp(X, y, epsilon: float, delta: float, rng: np.random.Generator) -> np.n
     b_x, b_y = float(np.linalg.norm(A, axis=1).max()), float(np.abs(y).max())
     scale = math.sqrt(math.log(6.0 / delta)) / (epsilon / 3.0)
     gram = A.T @ A
-    noisy_min = np.linalg.eigvalsh(gram)[0] + scale * b_x**2 * rng.standard_normal() - scale**2 * b_x**2
+    # the paper's lambda_min release: shifted down by log(6 / delta) / (epsilon / 3) B_x^2 (a high-probability lower bound)
+    noisy_min = (np.linalg.eigvalsh(gram)[0] + scale * b_x**2 * rng.standard_normal()
+                 - math.log(6.0 / delta) / (epsilon / 3.0) * b_x**2)
     noisy_min = max(noisy_min, 0.0)
     ridge = max(0.0, math.sqrt(d * math.log(6.0 / delta) * math.log(2.0 * d**2 / ADASSP_FAILURE)) * b_x**2
                 / (epsilon / 3.0) - noisy_min)
