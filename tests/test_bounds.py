@@ -7,7 +7,7 @@ import dp_accounting
 import numpy as np
 import pytest
 
-from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant, PrivacyWarning
+from skdpsco import DPHuberRegressor, DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant, PrivacyWarning
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
 from skdpsco.linear_model import _bounds, _scaling
 from skdpsco.linear_model._base import _pure_epsilon, fixed_row_bound_warning
@@ -39,6 +39,19 @@ def test_histogram_of_neighbours_moves_by_at_most_the_claimed_sensitivity():
         neighbour = values.copy()
         neighbour[rng.integers(30)] = rng.choice([0.0, math.exp(rng.normal(scale=30.0))])
         difference = magnitude_counts(values[:, None]) - magnitude_counts(neighbour[:, None])
+        assert np.linalg.norm(difference) <= _bounds.HISTOGRAM_SENSITIVITY["l2"] + 1e-12
+        assert np.abs(difference).sum() <= _bounds.HISTOGRAM_SENSITIVITY["l1"] + 1e-12
+
+
+def test_signed_histograms_of_neighbours_move_by_at_most_the_claimed_sensitivity():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        y = np.exp(rng.normal(scale=8.0, size=30)) * rng.choice([-1.0, 0.0, 1.0], size=30, p=[0.4, 0.1, 0.5])
+        neighbour = y.copy()
+        neighbour[rng.integers(30)] = rng.choice([-1.0, 0.0, 1.0]) * math.exp(rng.normal(scale=30.0))
+        counts = [_bounds.order_counts([np.maximum(v, 0.0), np.maximum(-v, 0.0)]) for v in (y, neighbour)]
+        assert counts[0].sum() == np.count_nonzero(y)  # each non-zero target in exactly one bin
+        difference = counts[0] - counts[1]
         assert np.linalg.norm(difference) <= _bounds.HISTOGRAM_SENSITIVITY["l2"] + 1e-12
         assert np.abs(difference).sum() <= _bounds.HISTOGRAM_SENSITIVITY["l1"] + 1e-12
 
@@ -82,6 +95,35 @@ def test_row_bound_share_resolves_an_eighth_of_the_rows_and_no_more_up_to_its_ca
         _bounds.row_bound_share(100)
 
 
+@pytest.mark.parametrize("budget", [{"gaussian_mu": 0.27}, {"gaussian_mu": 2.0}, {"pure_epsilon": 1.0}])
+def test_target_range_share_resolves_a_quarter_of_the_targets_between_the_share_and_its_cap(budget):
+    (kind, total), = budget.items()
+    sizes = (10, 100, 1_000, 10_000, 100_000)
+    shares = [_bounds.target_range_share(n, **budget) for n in sizes]
+    assert all(_bounds.BOUND_SHARE <= s <= _bounds.TARGET_SHARE_CAP for s in shares)
+    assert shares == sorted(shares, reverse=True) and shares[-1] == _bounds.BOUND_SHARE  # the former share on many rows
+    for n, share in zip(sizes, shares):
+        if _bounds.BOUND_SHARE < share < _bounds.TARGET_SHARE_CAP:  # exactly at the significance threshold
+            plan = _bounds.plan_bound(**{kind: (math.sqrt(share) if kind == "gaussian_mu" else share) * total})
+            resolved = _bounds.TARGET_RESOLVED_FRACTION * n
+            assert resolved == pytest.approx(_scaling.MAGNITUDE_THRESHOLD * plan.count_std)
+    assert _bounds.target_range_share(10, **budget) == _bounds.TARGET_SHARE_CAP
+    with pytest.raises(ValueError, match="exactly one"):
+        _bounds.target_range_share(100)
+
+
+def test_small_least_squares_fit_spends_the_target_range_share_and_meets_its_budget():
+    X, y = _regression(n=200)
+    model = DPLpRegression(epsilon=1.0, random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+    assert model.epsilon_ <= 1.0 and model.epsilon_ == pytest.approx(1.0, rel=2e-3)
+    mu = 1.0 / gaussian_noise_multiplier(1.0, 1e-5)
+    share = _bounds.target_range_share(200, gaussian_mu=mu)
+    assert share > _bounds.BOUND_SHARE
+    assert model.dp_event_.events[0].noise_multiplier == pytest.approx(1.0 / (math.sqrt(share) * mu))
+    huber = DPHuberRegressor(epsilon=1.0, random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+    assert huber.dp_event_.events[0].noise_multiplier == pytest.approx(1.0 / (math.sqrt(_bounds.BOUND_SHARE) * mu))
+
+
 def test_plan_events_are_the_histogram_mechanisms():
     gaussian = _bounds.plan_bound(gaussian_mu=0.5)
     assert isinstance(gaussian.dp_event, dp_accounting.GaussianDpEvent)
@@ -113,8 +155,27 @@ def test_private_target_bound_composes_into_the_fits_one_event():
     mu = 1.0 / gaussian_noise_multiplier(1.0, 1e-5)
     # the target bound gets the whole cap whatever n: a clipped target is a wrong target
     assert histogram.noise_multiplier == pytest.approx(1.0 / (math.sqrt(_bounds.BOUND_SHARE) * mu))
-    assert math.log2(model.y_bound_ / _bounds.SCALED_BOUND).is_integer()
-    assert np.mean(np.abs(y) <= model.y_bound_) >= 0.99  # the top significant order: a high quantile
+    # 5 % of the targets are negative, in no significant order: the range is [0, SCALED_BOUND 2**k]
+    # with k the top significant order of the positive ones, released as its centre and half-width
+    assert 0.03 < np.mean(y < 0) < 0.07
+    assert math.log2(2.0 * model.y_bound_ / _bounds.SCALED_BOUND).is_integer()
+    assert model.y_centre_ == model.y_bound_
+    assert np.mean(y <= model.y_centre_ + model.y_bound_) >= 0.99  # the top significant order: a high quantile
+
+
+def test_centred_bound_keeps_each_sign_with_a_significant_order():
+    rng = np.random.default_rng(0)
+    plan = _bounds.plan_bound(gaussian_mu=1.0)
+    y = np.concatenate([rng.uniform(100.0, 150.0, 500), -rng.uniform(5.0, 7.0, 500)])  # orders 7 and 2-3
+    scale, centre = _bounds.release_centred_bound(y, plan, rng)
+    lower, upper = centre - _bounds.SCALED_BOUND * scale, centre + _bounds.SCALED_BOUND * scale
+    assert lower == pytest.approx(-_bounds.SCALED_BOUND * 8.0) and upper == pytest.approx(_bounds.SCALED_BOUND * 128.0)
+    positive = np.abs(y)
+    assert _bounds.release_centred_bound(positive, plan, rng) == (64.0, _bounds.SCALED_BOUND * 64.0)
+    assert _bounds.release_centred_bound(-positive, plan, rng) == (64.0, -_bounds.SCALED_BOUND * 64.0)
+    # no significant order (a handful of rows): the mode, capped, and no centre (release_bound's fallback)
+    few = _bounds.release_centred_bound(positive[:3], _bounds.plan_bound(gaussian_mu=0.01), rng, fallback_cap=0)
+    assert few[1] == 0.0 and few[0] <= 1.0
 
 
 @pytest.mark.parametrize("power", [-7, 0, 9])

@@ -363,6 +363,12 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         return False
 
     @property
+    def _centres_targets(self) -> bool:
+        """Whether the private target bound's release also gives a centre subtracted from the
+        targets and added back to the intercept (:func:`~._bounds.release_centred_bound`)."""
+        return False
+
+    @property
     def _solver_data_norm(self) -> float:
         """Norm bound of the rows the solver reads: ``data_norm``, 1 when the rows are
         standardised first (:mod:`._scaling` bounds them by 1), or :data:`~._bounds.SCALED_BOUND`
@@ -589,13 +595,18 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         event = fit_event(task_epsilon)
         spent_epsilon = _pure_epsilon(event) if pure else epsilon_of(event, delta)
         charge_fit(self, event, epsilon=spent_epsilon, delta=delta)
-        feature_scales, row_norm, standardisation, target_scale = np.ones(n_features), data_norm, None, 1.0
+        feature_scales, row_norm, standardisation = np.ones(n_features), data_norm, None
+        target_scale, target_centre = 1.0, 0.0
         if bounds:
             target_rng, row_rng = order_rng.spawn(1)[0].spawn(2)
         if "target" in bounds:
-            target_scale = _bounds.release_bound(np.abs(tasks[0]), bounds["target"], target_rng,
-                                                 fallback_cap=_bounds.FALLBACK_CAP)
-            tasks = [_bounds.scale_targets(task, target_scale) for task in tasks]
+            if self._centres_targets:
+                target_scale, target_centre = _bounds.release_centred_bound(
+                    tasks[0], bounds["target"], target_rng, fallback_cap=_bounds.FALLBACK_CAP)
+            else:
+                target_scale = _bounds.release_bound(np.abs(tasks[0]), bounds["target"], target_rng,
+                                                     fallback_cap=_bounds.FALLBACK_CAP)
+            tasks = [_bounds.scale_targets(task, target_scale, target_centre) for task in tasks]
         # every read of the rows before the solver goes through their passes (fused in memory)
         passes, sums = _scaling.feature_passes(rows, n_features), None
         if "rows" in bounds:
@@ -619,12 +630,12 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             print(f"[{type(self).__name__}] algorithm={algorithm} tasks={len(tasks)} "
                   + " ".join(f"{k}={v}" for k, v in results[0].info.items()))
         self._store_coef(np.vstack([np.atleast_2d(r.coef) for r in results]))
-        self._fold_scaling(feature_scales, standardisation, target_scale)
+        self._fold_scaling(feature_scales, standardisation, target_scale, target_centre)
         self.feature_scales_ = feature_scales
         self.row_norm_ = float(row_norm)
         self.standardisation_ = None if standardisation is None else tuple(standardisation)
         self.radius_ = float(task_problem.radius)
-        self._store_released_bounds(bounds, feature_scales, target_scale)
+        self._store_released_bounds(bounds, feature_scales, target_scale, target_centre)
         self.algorithm_ = algorithm
         self.loss_ = task_problem.loss
         self.dp_event_ = event
@@ -842,11 +853,16 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
 
     def _bound_shares(self, n_samples: int, row_bound: bool, as_zcdp: bool = False) -> dict:
         """Share of the budget of each private bound, by name: :data:`~._bounds.BOUND_SHARE` for
-        the target bound, :func:`~._bounds.row_bound_share` of ``n`` for the row bound."""
+        the target bound (:func:`~._bounds.target_range_share` of ``n`` for the centred range,
+        :attr:`_centres_targets`), :func:`~._bounds.row_bound_share` of ``n`` for the row bound."""
         shares = {"target": _bounds.BOUND_SHARE} if self._private_target_bound else {}
+        if not (row_bound or self._centres_targets):
+            return shares
+        budget = ({"pure_epsilon": float(self.epsilon)} if self._delta_for(n_samples) == 0.0
+                  else {"gaussian_mu": self._budget_mu(n_samples, as_zcdp)})
+        if self._centres_targets:
+            shares["target"] = _bounds.target_range_share(n_samples, **budget)
         if row_bound:
-            budget = ({"pure_epsilon": float(self.epsilon)} if self._delta_for(n_samples) == 0.0
-                      else {"gaussian_mu": self._budget_mu(n_samples, as_zcdp)})
             shares["rows"] = _bounds.row_bound_share(n_samples, **budget)
         return shares
 
@@ -868,13 +884,17 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         scales = np.full(passes.n_features, _bounds.release_bound(passes.row_norms(), plan, rng))
         return scales, passes.divide_and_clip(scales, _bounds.SCALED_BOUND)
 
-    def _store_released_bounds(self, bounds: dict, feature_scales: np.ndarray, target_scale: float) -> None:
-        """``data_norm_`` (with ``data_norm='private'`` and no feature scaling) and ``y_bound_``
-        (with ``y_bound='private'``): the released bounds, in the units of the data."""
+    def _store_released_bounds(self, bounds: dict, feature_scales: np.ndarray, target_scale: float,
+                               target_centre: float = 0.0) -> None:
+        """``data_norm_`` (with ``data_norm='private'`` and no feature scaling), ``y_bound_``
+        (with ``y_bound='private'``) and ``y_centre_`` (when the targets are centred,
+        :attr:`_centres_targets`): the released bounds, in the units of the data."""
         if "rows" in bounds:
             self.data_norm_ = float(_bounds.SCALED_BOUND * feature_scales[0])
         if "target" in bounds:
             self.y_bound_ = float(_bounds.SCALED_BOUND * target_scale)
+            if self._centres_targets:
+                self.y_centre_ = float(target_centre)
 
     def _magnitudes_resolvable(self, n_samples: int, n_features: int, secure: bool) -> bool:
         """Whether the per-feature orders of magnitude can be released at this size and budget
@@ -934,17 +954,19 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         passes.standardise(mean, scale, scaling.clip_norm)
         return feature_scales, mean, scale, scaling.clip_norm
 
-    def _fold_scaling(self, feature_scales: np.ndarray, standardisation, target_scale: float) -> None:
+    def _fold_scaling(self, feature_scales: np.ndarray, standardisation, target_scale: float,
+                      target_centre: float = 0.0) -> None:
         """``coef_`` / ``intercept_`` on the clipped rows in the units of ``X`` and ``y``: the
         standardisation (:func:`~._scaling.fold_scaling`, when ``standardisation`` is ``(mean,
         scale, C)``), then the per-feature divisors ``feature_scales`` (orders of magnitude, or
-        the private row bound), then the private target bound's ``target_scale``."""
+        the private row bound), then the private target bound's ``target_scale`` and the
+        released ``target_centre`` (:func:`~._bounds.release_centred_bound`) added back."""
         coef = np.atleast_2d(self.coef_)
         intercept = np.atleast_1d(self.intercept_)
         if standardisation is not None:
             coef, intercept = _scaling.fold_scaling(coef, intercept, *standardisation)
         coef = coef / feature_scales * target_scale
-        intercept = intercept * target_scale
+        intercept = intercept * target_scale + target_centre
         self.coef_ = coef.reshape(np.shape(self.coef_))
         self.intercept_ = intercept if np.ndim(self.intercept_) else float(intercept[0])
 

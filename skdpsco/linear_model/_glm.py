@@ -104,7 +104,7 @@ row_norm_, standardisation_
             raise ValueError("DPPoissonRegressor needs non-negative targets y (counts).")
         return y
 
-    def _fold_scaling(self, feature_scales, standardisation, target_scale):
+    def _fold_scaling(self, feature_scales, standardisation, target_scale, target_centre=0.0):
         """Fold the feature scaling as the linear models do; the offset ``o`` and the target
         scale ``s`` enter the log link as ``o + log(s)`` on the intercept, not as a factor."""
         super()._fold_scaling(feature_scales, standardisation, 1.0)
