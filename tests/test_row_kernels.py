@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.special import expit
 
 from skdpsco import rows as fused
 from skdpsco.linear_model import _scaling
@@ -120,3 +121,36 @@ def test_fused_layout_is_c_contiguous_float64():
     assert not fused.fused_layout(np.zeros((3, 2), order="F"))
     assert not fused.fused_layout(np.zeros((3, 2), dtype=np.float32))
     assert not fused.fused_layout(np.zeros((3, 2))[:, :1])
+
+
+@pytest.mark.parametrize("loss_name", ["logistic", "squared"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("hessian", [False, True])
+def test_loss_derivatives_match_the_losses_formulas(loss_name, weighted, hessian, monkeypatch):
+    from skdpsco.losses import LogisticLoss, PowerLoss
+
+    rows = fused
+    monkeypatch.setattr(rows, "BLOCK_ROWS", 64)  # several blocks, over threads
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 7)) * 3.0
+    w = rng.normal(size=7)
+    if loss_name == "logistic":
+        loss, code, y = LogisticLoss(), rows.LOGISTIC_LOSS, rng.choice([-1.0, 1.0], size=300)
+    else:
+        loss, code, y = PowerLoss(2.0), rows.SQUARED_LOSS, rng.normal(size=300) * 5.0
+    c = rng.uniform(0.0, 1.0, size=300) if weighted else np.ones(300)
+    margins = X @ w
+    expected_gradient = (c * loss.derivative(margins, y)) @ X
+    curvature = expit(margins) * expit(-margins) if loss_name == "logistic" else np.full(300, 2.0)
+    expected_hessian = (X * (c * curvature)[:, None]).T @ X
+    gradient, total = rows.loss_derivatives(X, y, w, code, c if weighted else None, hessian)
+    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-12, atol=1e-12)
+    if hessian:
+        np.testing.assert_allclose(total, expected_hessian, rtol=1e-12, atol=1e-12)
+        assert np.array_equal(total, total.T)
+    else:
+        assert total is None
+    # the result does not depend on the number of threads
+    monkeypatch.setattr(rows, "THREADS", 1)
+    again = rows.loss_derivatives(X, y, w, code, c if weighted else None, hessian)
+    assert np.array_equal(again[0], gradient) and (not hessian or np.array_equal(again[1], total))

@@ -13,6 +13,9 @@ allows, each one compiled kernel over blocks of :data:`BLOCK_ROWS` consecutive r
    (:func:`centred_square_sums`), which the rows are only read for;
 4. released scale, then in place: the standardisation and its clip (:func:`standardise`).
 
+The Newton method's passes read the standardised rows through :func:`loss_derivatives`: each
+row's margin, loss derivative and Hessian factor in one read of the row.
+
 No pass allocates more than a block's worth of memory per thread; the sums of the blocks are
 added in the order of the blocks, so a result does not depend on the number of threads. This
 module imports nothing of the package: the constants of the releases are arguments.
@@ -33,6 +36,7 @@ __all__ = [
     "centred_square_sums",
     "divide_clip_and_sum",
     "fused_layout",
+    "loss_derivatives",
     "magnitude_counts",
     "standardise",
 ]
@@ -105,3 +109,39 @@ def standardise(rows: np.ndarray, n_features: int, mean: np.ndarray, scale: np.n
     mean = np.ascontiguousarray(mean, dtype=np.float64)
     scale = np.ascontiguousarray(scale, dtype=np.float64)
     _over_blocks(_blocks.standardise, rows, int(n_features), mean, scale, float(clip_norm))
+
+
+LOGISTIC_LOSS = _blocks.LOGISTIC_LOSS
+SQUARED_LOSS = _blocks.SQUARED_LOSS
+
+
+def loss_derivatives(rows: np.ndarray, targets: np.ndarray, w: np.ndarray, loss: int, weights: np.ndarray | None,
+                     hessian: bool) -> tuple:
+    """``(gradient, hessian)``: the sums over the rows of ``c_i phi'(<x_i, w>, y_i) x_i`` and, with
+    ``hessian``, of ``c_i phi''(<x_i, w>, y_i) x_i x_i^T`` (else ``None``), for the binary loss
+    ``loss`` (:data:`LOGISTIC_LOSS` or :data:`SQUARED_LOSS`) and the rows' relative weights
+    ``weights`` (``None``: 1). One read of every row (:func:`skdpsco.rows._blocks.loss_derivatives`:
+    the margin, the gradient term and the row scaled by ``sqrt(c phi'')`` while it is in cache),
+    then per block one symmetric rank-``k`` product of the scaled rows; blocks on :data:`THREADS`
+    threads, their sums added in the order of the blocks."""
+    targets = np.ascontiguousarray(targets, dtype=np.float64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    weights = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+    n_columns = rows.shape[1]
+
+    def block(start: int):
+        stop = start + BLOCK_ROWS
+        gradient = np.zeros(n_columns)
+        scaled = np.empty((min(stop, rows.shape[0]) - start, n_columns)) if hessian else None
+        _blocks.loss_derivatives(rows[start:stop], targets[start:stop], w, loss,
+                                 None if weights is None else weights[start:stop], gradient, scaled)
+        return gradient, (scaled.T @ scaled if hessian else None)  # A.T @ A: the symmetric BLAS update
+
+    starts = range(0, rows.shape[0], BLOCK_ROWS)
+    if len(starts) <= 1 or THREADS == 1:
+        parts = [block(start) for start in starts]
+    else:
+        with ThreadPoolExecutor(max_workers=min(THREADS, len(starts))) as pool:
+            parts = list(pool.map(block, starts))
+    gradient = _block_sum([g for g, _ in parts], n_columns)
+    return gradient, (_block_sum([h for _, h in parts], (n_columns, n_columns)) if hessian else None)

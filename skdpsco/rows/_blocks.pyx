@@ -18,7 +18,7 @@ largest entry ``2**OVERFLOW_SAFE_EXPONENT`` (the clip that follows gives the sam
 arithmetic would), so no finite row can make a pass raise or produce a non-finite value.
 """
 
-from libc.math cimport ceil, fabs, frexp, isfinite, ldexp, log2, sqrt
+from libc.math cimport ceil, exp, fabs, frexp, isfinite, ldexp, log2, sqrt
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 
@@ -192,3 +192,66 @@ def standardise(double[:, ::1] rows, Py_ssize_t d, const double[::1] mean, const
             norm = 1.0 / (norm if norm > clip_norm else clip_norm)
             for j in range(d):
                 row[j] *= norm
+
+
+cdef enum:
+    _LOGISTIC = 0
+    _SQUARED = 1
+
+LOGISTIC_LOSS = _LOGISTIC
+SQUARED_LOSS = _SQUARED
+"""Codes of the binary losses whose derivatives :func:`loss_derivatives` computes in C: the
+logistic loss ``log(1 + exp(-y z))`` (``y`` in ``{-1, +1}``) and the squared loss ``(y - z)**2``."""
+
+
+def loss_derivatives(const double[:, ::1] rows, const double[::1] targets, const double[::1] w, int loss,
+                     weights, double[::1] gradient, scaled):
+    """One pass over a block of rows for the Newton method's releases: each row's margin
+    ``z = <x, w>``, its loss derivative ``c phi'(z, y)`` added times ``x`` to ``gradient`` (in place),
+    and, when ``scaled`` (a ``(n, p)`` buffer) is given, the row ``sqrt(c phi''(z, y)) x`` written
+    into it, whose ``scaled^T scaled`` is the block's summed Hessian. ``c`` is the row's relative
+    weight (``weights``, or 1 when ``None``).
+
+    ``phi'`` and ``phi''`` as :class:`skdpsco.losses.LogisticLoss` and
+    :class:`~skdpsco.losses.PowerLoss` (``p = 2``) compute them: ``-y expit(-y z)`` and
+    ``expit(z) expit(-z)`` with ``expit(u) = 1 / (1 + exp(-u))``; ``-2 (y - z)`` and 2."""
+    cdef Py_ssize_t n = rows.shape[0], p = rows.shape[1], i, j
+    cdef const double[::1] c
+    cdef double[:, ::1] out
+    cdef bint weighted = weights is not None, hessian = scaled is not None
+    cdef double z, u, derivative, curvature, factor, weight = 1.0
+    cdef const double *x
+    if weighted:
+        c = weights
+        if c.shape[0] != n:
+            raise ValueError(f"weights must have {n} entries; got {c.shape[0]}.")
+    if hessian:
+        out = scaled
+        if out.shape[0] < n or out.shape[1] != p:
+            raise ValueError(f"scaled must have at least {n} rows and {p} columns.")
+    if targets.shape[0] != n or w.shape[0] != p or gradient.shape[0] != p:
+        raise ValueError(f"targets need {n} entries, w and gradient {p}.")
+    if loss != _LOGISTIC and loss != _SQUARED:
+        raise ValueError(f"loss must be LOGISTIC_LOSS or SQUARED_LOSS; got {loss}.")
+    if n == 0:
+        return
+    with nogil:
+        for i in range(n):
+            x = &rows[i, 0]
+            z = dot(x, &w[0], p)
+            if weighted:
+                weight = c[i]
+            if loss == _LOGISTIC:
+                u = targets[i] * z
+                derivative = -targets[i] * (1.0 / (1.0 + exp(u)))
+                curvature = (1.0 / (1.0 + exp(-z))) * (1.0 / (1.0 + exp(z)))
+            else:
+                derivative = -2.0 * (targets[i] - z)
+                curvature = 2.0
+            derivative = weight * derivative if weighted else derivative
+            for j in range(p):
+                gradient[j] += derivative * x[j]
+            if hessian:
+                factor = sqrt(weight * curvature)
+                for j in range(p):
+                    out[i, j] = factor * x[j]

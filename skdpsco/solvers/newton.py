@@ -147,6 +147,7 @@ from scipy import sparse
 from scipy.optimize import brentq
 from scipy.special import expit, softmax
 
+from .. import rows as fused_rows
 from .._secure import noisy_release
 from ..accounting import epsilon_of, gaussian_event, gaussian_noise_multiplier
 from ..losses import LogisticLoss, MultinomialLogisticLoss, PowerLoss, WeightedLoss
@@ -359,14 +360,20 @@ def loss_derivatives(w: np.ndarray, X: np.ndarray, y: np.ndarray, loss, hessian:
 
 def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool, overwrite_rows: bool = False) -> tuple:
     """The sums over the rows of :func:`loss_derivatives`' gradient and Hessian (``None`` without
-    ``hessian``), over row blocks of :data:`HESSIAN_BLOCK`, each block's margins computed once.
+    ``hessian``). A C-contiguous float64 ``X`` with a binary logistic or squared loss takes the
+    compiled pass (:func:`skdpsco.rows.loss_derivatives`, one read of every row); any other input
+    the numpy blocks of :data:`HESSIAN_BLOCK` rows, each block's margins computed once.
     With ``overwrite_rows`` (a Dask fit's mapped sub-blocks, dense) a binary loss's Hessian
     scales the rows of ``X`` in place instead of a copy: the same values, no temporary of the
     size of a block (which a Dask worker's allocator returns to the system, and pays for in page
     faults, at every sub-block)."""
+    weighted = isinstance(loss, WeightedLoss)
+    code = _compiled_loss(loss, w)
+    if code is not None and fused_rows.fused_layout(X):
+        labels, weights = (y["y"], y["weight"]) if weighted else (y, None)
+        return fused_rows.loss_derivatives(X, labels, w, code, weights, hessian)
     gradient = np.zeros(w.shape)
     total = np.zeros((w.size, w.size)) if hessian else None
-    weighted = isinstance(loss, WeightedLoss)
     for start in range(0, X.shape[0], HESSIAN_BLOCK):
         X_block, y_block = X[start : start + HESSIAN_BLOCK], y[start : start + HESSIAN_BLOCK]
         margins = X_block @ w.T
@@ -374,6 +381,18 @@ def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool, overwrite_
         if hessian:
             _add_hessian(total, margins, X_block, y_block["weight"] if weighted else None, loss, overwrite_rows)
     return gradient, total
+
+
+def _compiled_loss(loss, w: np.ndarray) -> int | None:
+    """The code of ``loss`` (or of the base of a weighted loss) for the compiled pass
+    (:func:`skdpsco.rows.loss_derivatives`): the binary logistic and the squared loss, a vector
+    ``w``; ``None`` for the others (multinomial), which the numpy blocks compute."""
+    base = _unweighted(loss)
+    if w.ndim != 1:
+        return None
+    if type(base) is LogisticLoss:
+        return fused_rows.LOGISTIC_LOSS
+    return fused_rows.SQUARED_LOSS if is_squared_loss(base) else None
 
 
 def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weights: np.ndarray | None, loss,
