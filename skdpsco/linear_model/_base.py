@@ -503,6 +503,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         row_bound = self._releases_row_bound
         fill = self._solver_data_norm if self.fit_intercept else None
         bound = np.inf if data_norm is None else data_norm
+        counted = None  # the histograms of the orders of magnitude, when the copy counted them
         if dask_input:  # a lazy map of the row blocks, read in the order of its blocks
             rows = clip_rows(X, bound)
             # the one-pass solvers read the blocks in a uniformly random order, the rows of each in
@@ -512,7 +513,12 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             order = _dask.stream_order(X.chunks[0], order_rng)
         else:
             order = order_rng.permutation(n_samples)
-            rows = clipped_rows_in_order(X, order, bound, fill=None if late_intercept else fill)
+            # the scaling's orders of magnitude, counted as the rows are copied (a public choice:
+            # released when there is no public bound and no private row bound)
+            counting = self._scales_features and data_norm is None and not row_bound
+            gathered = clipped_rows_in_order(X, order, bound, fill=None if late_intercept else fill,
+                                             magnitude_range=_scaling.MAGNITUDE_RANGE if counting else None)
+            rows, counted = gathered if counting else (gathered, None)
             targets = targets[order]
         del X
         tasks = self._tasks(targets)
@@ -608,7 +614,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
                                                      fallback_cap=_bounds.FALLBACK_CAP)
             tasks = [_bounds.scale_targets(task, target_scale, target_centre) for task in tasks]
         # every read of the rows before the solver goes through their passes (fused in memory)
-        passes, sums = _scaling.feature_passes(rows, n_features), None
+        passes, sums = _scaling.feature_passes(rows, n_features, counted), None
         if "rows" in bounds:
             feature_scales, sums = self._divide_by_row_bound(passes, bounds["rows"], row_rng)
             row_norm = _bounds.SCALED_BOUND

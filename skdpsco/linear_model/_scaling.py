@@ -458,13 +458,16 @@ class _FusedPasses:
     C-contiguous float64 array, the ``n_features`` features first): the fused kernels of
     :mod:`skdpsco.rows`, one pass each, the rows rewritten in place."""
 
-    def __init__(self, rows: np.ndarray, n_features: int):
+    def __init__(self, rows: np.ndarray, n_features: int, magnitude_counts: np.ndarray | None = None):
         self.rows, self.n_features = rows, int(n_features)
+        self.counted = magnitude_counts  # the histograms the gather counted as it copied the rows
 
     def row_norms(self) -> np.ndarray:
         return row_norms(self.rows[:, :self.n_features])
 
     def magnitude_counts(self) -> np.ndarray:
+        if self.counted is not None:
+            return self.counted
         return fused_rows.magnitude_counts(self.rows, self.n_features, MAGNITUDE_RANGE)
 
     def divide_and_clip(self, scales: np.ndarray, bound: float) -> np.ndarray:
@@ -523,15 +526,17 @@ class _ReferencePasses:
             self._replace(standardised(self.features, mean, scale, clip_norm))
 
 
-def feature_passes(rows, n_features: int):
+def feature_passes(rows, n_features: int, magnitude_counts: np.ndarray | None = None):
     """The passes of the scaling and of the private row bound over ``rows``, whose first
     ``n_features`` columns are the features: the fused kernels for a fit's in-memory array, the
     reference functions for any other layout (the one place the scaling branches on the layout
-    of the rows). Passes given are returned as they are."""
+    of the rows). ``magnitude_counts``: the histograms of the rows' orders of magnitude when the
+    pass that copied them counted them (:func:`~skdpsco.solvers._core.clipped_rows_in_order`).
+    Passes given are returned as they are."""
     if isinstance(rows, (_FusedPasses, _ReferencePasses)):
         return rows
     if fused_rows.fused_layout(rows):
-        return _FusedPasses(rows, n_features)
+        return _FusedPasses(rows, n_features, magnitude_counts)
     return _ReferencePasses(rows, n_features)
 
 

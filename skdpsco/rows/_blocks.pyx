@@ -22,13 +22,11 @@ from libc.math cimport ceil, exp, fabs, frexp, isfinite, ldexp, log2, sqrt
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 
+from .._orders cimport count_row_orders
 from .._vectors cimport dot
 
 import numpy as np
 
-cdef double _HALF_OCTAVE = 0.70710678118654752440
-cdef uint64_t _MANTISSA_BITS = (<uint64_t> 1 << 52) - 1
-cdef uint64_t _HALF_OCTAVE_MANTISSA = 0x6A09E667F3BCD  # the mantissa bits of sqrt(1/2) (and of sqrt(2))
 cdef int OVERFLOW_SAFE_EXPONENT = 900  # as skdpsco.linear_model._scaling.OVERFLOW_SAFE_EXPONENT
 
 
@@ -49,57 +47,21 @@ cdef inline double _shrink_factor(const double *row, Py_ssize_t d, double bound)
     return (bound / largest) / sqrt(scaled)
 
 
-cdef inline int _binary_order(double u) noexcept nogil:
-    """``round(log2 |u|)`` of a finite non-zero ``u`` as ``frexp`` gives it: ``e - [m < sqrt(1/2)]``
-    for ``|u| = m 2**e``, ``m`` in ``[1/2, 1)``; read from the float's bits for a normal ``u`` (its
-    biased exponent ``b``: ``e = b - 1022``, and ``m < sqrt(1/2)`` exactly when its mantissa bits are
-    below those of ``sqrt(1/2)``), from ``frexp`` for a subnormal one."""
-    cdef uint64_t bits
-    cdef int exponent
-    cdef double mantissa
-    memcpy(&bits, &u, sizeof(double))
-    exponent = <int> ((bits >> 52) & 0x7FF)
-    if exponent == 0:
-        mantissa = frexp(fabs(u), &exponent)
-        return exponent - (1 if mantissa < _HALF_OCTAVE else 0)
-    return exponent - 1022 - (1 if (bits & _MANTISSA_BITS) < _HALF_OCTAVE_MANTISSA else 0)
-
-
 def magnitude_counts(const double[:, ::1] rows, Py_ssize_t d, int magnitude_range):
     """The ``(d, 2 R + 1)`` int64 histograms of the binary orders of magnitude ``k = round(log2
     |x|)`` (from the float's exponent, :func:`skdpsco.linear_model._scaling.magnitude_bins`)
-    of the non-zero entries of the block's first ``d`` columns, ``k`` clamped to ``[-R, R]``.
-
-    A normal entry's order is read from its bits without a branch that depends on its value
-    (biased exponent, one comparison of the mantissa, clamps as selects); zeros and subnormals,
-    rare, take :func:`_binary_order`. The table is indexed through a flat pointer."""
-    cdef Py_ssize_t n = rows.shape[0], p = rows.shape[1], i, j, width = 2 * magnitude_range + 1
-    cdef int64_t order, low = -magnitude_range, high = magnitude_range, biased
-    cdef uint64_t b, mantissa_bits = _MANTISSA_BITS, half_octave = _HALF_OCTAVE_MANTISSA
-    cdef const uint64_t *row
-    cdef double u
+    of the non-zero entries of the block's first ``d`` columns, ``k`` clamped to ``[-R, R]``
+    (``skdpsco._orders.count_row_orders``, row by row)."""
+    cdef Py_ssize_t n = rows.shape[0], i, width = 2 * magnitude_range + 1
     counts_array = np.zeros((d, width), dtype=np.int64)
     cdef int64_t[:, ::1] counts = counts_array
-    cdef int64_t *table = &counts[0, 0] if d > 0 else NULL
     if rows.shape[1] < d:
         raise ValueError(f"rows have {rows.shape[1]} columns, fewer than d={d}.")
     if n == 0 or d == 0:
         return counts_array
     with nogil:
         for i in range(n):
-            row = <const uint64_t *> &rows[i, 0]
-            for j in range(d):
-                b = row[j]
-                biased = <int64_t> ((b >> 52) & 0x7FF)
-                if biased == 0:  # a zero (not counted) or a subnormal
-                    if (b << 1) == 0:
-                        continue
-                    memcpy(&u, &b, sizeof(double))
-                    order = _binary_order(u)
-                else:
-                    order = biased - 1022 - <int64_t> ((b & mantissa_bits) < half_octave)
-                order = low if order < low else (high if order > high else order)
-                table[j * width + order + high] += 1
+            count_row_orders(&rows[i, 0], d, &counts[0, 0], width, magnitude_range)
     return counts_array
 
 

@@ -271,7 +271,8 @@ a random order is bound by memory latency, which threads overlap (the kernel rel
 10^6 x 100 rows on 2 cores, 0.26 s on one thread, 0.14 s on two."""
 
 
-def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fill: float | None = None) -> np.ndarray:
+def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fill: float | None = None,
+                          magnitude_range: int | None = None):
     """The rows ``X[order]`` clipped to ``l2`` norm at most ``max_norm`` (:func:`clip_rows`), with a
     last column of ``fill`` when given (the intercept column), in one new array.
 
@@ -285,6 +286,11 @@ def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fil
     of the same sparsity pattern, the column of ``fill`` stored in every row
     (:func:`with_constant_column`). Rows with a NaN or an infinite entry are an error: the
     estimators leave that check to this pass over ``X``.
+
+    With ``magnitude_range`` ``R`` the result is ``(rows, counts)``: ``counts`` the ``(d, 2 R + 1)``
+    histograms of the binary orders of magnitude of the copied rows' entries
+    (:func:`skdpsco.rows.magnitude_counts`, as floats), counted by the compiled gather while each
+    row is in cache, or ``None`` where the rows take another path (the caller counts them then).
     """
     order = np.asarray(order)
     if order.ndim != 1 or (order.size and (order.min() < 0 or order.max() >= X.shape[0])):
@@ -292,31 +298,42 @@ def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fil
     if sparse.issparse(X):  # a CSR matrix: its rows in order, clipped, the same sparsity pattern
         rows = X[order]
         clip_rows(rows, max_norm, out=rows)
-        return rows if fill is None else with_constant_column(rows, fill)
+        rows = rows if fill is None else with_constant_column(rows, fill)
+        return rows if magnitude_range is None else (rows, None)
     n_features = X.shape[1]
     out = np.empty((order.size, n_features + (fill is not None)))
     if isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.c_contiguous:
         order = np.ascontiguousarray(order, dtype=np.intp)  # the kernel reads it as a C array
 
-        def gather(start: int) -> int:
+        width = None if magnitude_range is None else 2 * int(magnitude_range) + 1
+
+        def gather(start: int) -> tuple:
             block = slice(start, start + GATHER_BLOCK)
-            return _kernel.gather_clipped_rows(X, order[block], float(max_norm), out[block], 0.0 if fill is None else float(fill))
+            counts = None if width is None else np.zeros((n_features, width), dtype=np.int64)
+            non_finite = _kernel.gather_clipped_rows(X, order[block], float(max_norm), out[block],
+                                                     0.0 if fill is None else float(fill), counts)
+            return non_finite, counts
 
         starts = range(0, order.size, GATHER_BLOCK)
         if len(starts) <= 1 or GATHER_THREADS == 1:
-            non_finite = sum(map(gather, starts))
+            parts = list(map(gather, starts))
         else:
             with ThreadPoolExecutor(max_workers=min(GATHER_THREADS, len(starts))) as pool:
-                non_finite = sum(pool.map(gather, starts))
-        if non_finite:
+                parts = list(pool.map(gather, starts))
+        if sum(non_finite for non_finite, _ in parts):
             _refuse_non_finite()
-        return out
+        if width is None:
+            return out
+        counts = np.zeros((n_features, width), dtype=np.int64)
+        for _, part in parts:  # in the order of the blocks
+            counts += part
+        return out, counts.astype(float)
     for start in range(0, order.size, ROW_BLOCK):
         block = slice(start, start + ROW_BLOCK)
         clip_rows(X[order[block]], max_norm, out=out[block, :n_features])
     if fill is not None:
         out[:, -1] = fill
-    return out
+    return out if magnitude_range is None else (out, None)
 
 
 def row_order(n_rows: int, order_rng: np.random.Generator, order: np.ndarray | None) -> np.ndarray:

@@ -30,6 +30,7 @@ from libc.float cimport DBL_MAX
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
+from .._orders cimport count_row_orders
 from .._vectors cimport dot as _dot
 
 import numpy as np
@@ -149,6 +150,7 @@ def gather_clipped_rows(
     double max_norm,
     double[:, ::1] out,
     double fill,
+    counts=None,
 ):
     """``out[i, :d] = X[order[i]] * min(1, max_norm / ||X[order[i]]||)``, ``out[i, d:] = fill``;
     return the number of rows with a NaN or an infinite entry (their ``out`` row is unspecified).
@@ -157,16 +159,30 @@ def gather_clipped_rows(
     ``max_norm``, in one pass: each row is read once (prefetched, as the order is random), clipped
     while it is in cache (:func:`_clip_row`: a row whose length overflows, or whose squares are
     subnormal, is clipped like any other), and written; the columns of ``out`` after the first
-    ``d`` (e.g. an intercept column) are set to ``fill``. The reference is
+    ``d`` (e.g. an intercept column) are set to ``fill``. With ``counts`` (an int64 ``(d, 2 R +
+    1)`` array) the binary orders of magnitude of each written row's ``d`` entries are added to
+    it as :func:`skdpsco.rows._blocks.magnitude_counts` counts them, while the row is in cache: the
+    histogram of the private feature scaling without a pass of its own. The reference is
     :func:`skdpsco.solvers._core.clip_rows` of ``X[order]``. ``order`` must index rows of ``X``.
     """
     cdef Py_ssize_t n = order.shape[0], d = X.shape[1], p = out.shape[1]
-    cdef Py_ssize_t i, j, non_finite = 0
+    cdef Py_ssize_t i, j, non_finite = 0, width = 0
+    cdef int64_t high = 0
+    cdef int64_t *table = NULL
+    cdef int64_t[:, ::1] table_view
     cdef const double *Xp = &X[0, 0]
     cdef const Py_ssize_t *op = &order[0]
     cdef double *target
     if out.shape[0] != n or p < d:
         raise ValueError(f"out must have {n} rows and at least {d} columns; got shape {tuple(out.shape)[:2]}.")
+    if counts is not None:
+        table_view = counts
+        width = table_view.shape[1]
+        if table_view.shape[0] != d or width % 2 != 1:
+            raise ValueError(f"counts must have {d} rows and an odd number of columns.")
+        high = (width - 1) // 2
+        if d > 0:
+            table = &table_view[0, 0]
     if n == 0:
         return 0
     with nogil:
@@ -176,6 +192,8 @@ def gather_clipped_rows(
             if not _clip_row(Xp + op[i] * d, target, d, max_norm):
                 non_finite += 1
                 continue
+            if table != NULL:
+                count_row_orders(target, d, table, width, high)
             for j in range(d, p):
                 target[j] = fill
     return non_finite
