@@ -23,7 +23,8 @@ Entries, each at the same total (epsilon, delta) on the training split, ``random
   estimator once, with the whole budget, where searching cannot pay.
 * ``one trial`` (a diagnostic, not a release): the default estimator at one trial's budget of the
   default search (the epsilon whose fit is ``trial_rho``-zCDP) on the search's training rows (the
-  training split minus the held-out fifth): what every trial of the search starts from.
+  training split minus the held-out fifth): what every trial of the search starts from. The
+  last table adds the candidates ``alpha`` in :data:`CANDIDATE_ALPHAS` at the same budget.
 
 Columns: test ROC AUC (binary sets) and accuracy, mean +- sd over seeds; ``signal`` is the rule's
 public ``n_train mu_trial / p`` (:func:`skdpsco.model_selection.search_signal`) and ``rule`` its
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
 
@@ -69,19 +71,26 @@ SETS["synthetic_20k"] = RealDataset("synthetic_20k", "binary", _synthetic, (0, 1
 
 ENTRIES = ("default", "search, guide grid", "search, default grid", "DPSearchCV default", "one trial")
 
+CANDIDATE_ALPHAS = (1e-4, 1e-3, 1e-2, 1e-1)
+"""Further candidates measured at one trial's budget (``one trial`` is ``alpha = 0``): the default
+grid's, the guide grid's ``1e-2`` and a large penalty."""
+
+TRIALS = ("one trial",) + tuple(f"one trial, alpha={alpha:g}" for alpha in CANDIDATE_ALPHAS)
+
 
 def _model(dataset, **params):
     return DPLogisticRegression(classes=list(dataset.classes), **params)
 
 
-def _one_trial(dataset, X, y, epsilon, delta, seed):
-    """The default at one trial's budget of the default search, on the search's training rows."""
+def _one_trial(dataset, X, y, epsilon, delta, seed, alpha=0.0):
+    """The default (with ``alpha``) at one trial's budget of the default search, on the search's
+    training rows."""
     search = DPSearchCV(_model(dataset), epsilon=epsilon, delta=delta, random_state=seed)
     rho = calibrate_trial_rho(epsilon, delta, RandomTrials(float(search.n_iter), float(search.n_iter_shape)))
     n_validation = int(round(search.validation_fraction * len(y)))
     rows = np.random.default_rng(seed).permutation(len(y))[n_validation:]
-    trial_epsilon = search._candidate_epsilon({}, rho, delta, X[rows], y[rows])
-    return _model(dataset, epsilon=trial_epsilon, delta=delta, random_state=seed,
+    trial_epsilon = search._candidate_epsilon({"alpha": alpha}, rho, delta, X[rows], y[rows])
+    return _model(dataset, alpha=alpha, epsilon=trial_epsilon, delta=delta, random_state=seed,
                   accountant=PrivacyAccountant()).fit(X[rows], y[rows])
 
 
@@ -95,16 +104,17 @@ def _fit(entry, dataset, X, y, epsilon, delta, seed):
         return DPSearchCV(_model(dataset), DEFAULT_PARAM_DISTRIBUTIONS, **common).fit(X, y)
     if entry == "DPSearchCV default":
         return DPSearchCV(_model(dataset), **common).fit(X, y)
-    return _one_trial(dataset, X, y, epsilon, delta, seed)
+    alpha = float(entry.split("=")[1]) if "=" in entry else 0.0
+    return _one_trial(dataset, X, y, epsilon, delta, seed, alpha)
 
 
 def cell(dataset, X, y, epsilon: float, seeds: int) -> dict:
-    scores = {entry: {"auc": [], "accuracy": []} for entry in ENTRIES}
+    scores = {entry: {"auc": [], "accuracy": []} for entry in ENTRIES + TRIALS[1:]}
     signals, searched = [], []
     for seed in range(seeds):
         X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, stratify=y, random_state=seed)
         delta = min(1e-5, len(y_train) ** -1.1)
-        for entry in ENTRIES:
+        for entry in ENTRIES + TRIALS[1:]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PrivacyWarning)
                 model = _fit(entry, dataset, X_train, y_train, epsilon, delta, seed)
@@ -124,21 +134,40 @@ def _cell_text(values) -> str:
     return "—" if not values else f"{np.mean(values):.3f} ± {np.std(values):.3f}"
 
 
+def _paired_text(values, reference) -> str:
+    """Mean paired difference (same split and seed) and its standard error."""
+    difference = np.asarray(values) - np.asarray(reference)
+    return f"{difference.mean():+.3f} (± {difference.std(ddof=1) / np.sqrt(difference.size):.3f})"
+
+
+PAIRED = ("search, default grid", "DPSearchCV default")
+"""Entries also shown as paired differences from ``default``."""
+
+
 def table(cells: list) -> str:
     lines = []
     for metric in ("auc", "accuracy"):
+        header = list(ENTRIES) + [f"{entry} − default (SE)" for entry in PAIRED]
         lines += [f"### Test {'ROC AUC' if metric == 'auc' else 'accuracy'}", "",
-                  "| data set | n_train | ε | signal | rule | " + " | ".join(ENTRIES) + " |",
-                  "|---|---|---|---|---|" + "---|" * len(ENTRIES)]
+                  "| data set | n_train | ε | signal | rule | " + " | ".join(header) + " |",
+                  "|---|---|---|---|---|" + "---|" * len(header)]
         for c in cells:
-            if metric == "auc" and not c["scores"]["default"]["auc"]:
+            scores = c["scores"]
+            if metric == "auc" and not scores["default"]["auc"]:
                 continue
             rule = "search" if all(c["searched"]) else "default" if not any(c["searched"]) else "mixed"
             row = [c["dataset"], str(c["n_train"]), f"{c['epsilon']:g}", f"{c['signal']:.0f}", rule]
-            row += [_cell_text(c["scores"][entry][metric]) for entry in ENTRIES]
+            row += [_cell_text(scores[entry][metric]) for entry in ENTRIES]
+            row += [_paired_text(scores[entry][metric], scores["default"][metric]) for entry in PAIRED]
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
-    return "\n".join(lines)
+    lines += ["### Candidates at one trial's budget (test AUC, binary; accuracy, multi-class)", "",
+              "| data set | ε | " + " | ".join(TRIALS) + " |", "|---|---|" + "---|" * len(TRIALS)]
+    for c in cells:
+        metric = "auc" if c["scores"]["default"]["auc"] else "accuracy"
+        row = [c["dataset"], f"{c['epsilon']:g}"] + [_cell_text(c["scores"][entry][metric]) for entry in TRIALS]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> None:
@@ -157,10 +186,14 @@ def main(argv=None) -> None:
             cells.append(cell(dataset, X, y, epsilon, args.seeds))
             print(f"{name} eps={epsilon:g} signal={cells[-1]['signal']:.0f} "
                   f"({time.perf_counter() - started:.0f} s)", flush=True)
+            command = " ".join(sys.argv[1:] if argv is None else argv)
             text = (f"# DPSearchCV against the plain default at the same total ε\n\n"
-                    f"`python -m benchmarks.search {' '.join(argv or [])}`: {args.seeds} seeds, raw rows, "
-                    f"δ = min(1e-5, n_train^-1.1); the default grid {DEFAULT_PARAM_DISTRIBUTIONS}, "
-                    f"SEARCH_SIGNAL = {SEARCH_SIGNAL:g}. Entries: `benchmarks/search.py`.\n\n" + table(cells))
+                    f"Machine: {machine_info()}\n\n"
+                    f"Run: `python -m benchmarks.search {command}`, {args.seeds} seeds per cell, raw rows, "
+                    f"δ = min(1e-5, n_train^-1.1), {(time.perf_counter() - started) / 60:.1f} min. The default "
+                    f"grid {DEFAULT_PARAM_DISTRIBUTIONS}, SEARCH_SIGNAL = {SEARCH_SIGNAL:g}. Entries, columns "
+                    "and the reading: the docstring of `benchmarks/search.py`; 'signal' is the rule's public "
+                    "n_train μ_trial / p, 'rule' its decision for `DPSearchCV(estimator)`.\n\n" + table(cells))
             (RESULTS / f"{args.output}.md").write_text(text)
             (RESULTS / f"{args.output}.json").write_text(json.dumps(
                 {"machine": machine_info(), "args": vars(args), "cells": cells}, indent=1))

@@ -129,3 +129,15 @@ def test_objective_perturbation_refusal_explains_the_missing_zcdp_bound_and_the_
         assert "4 delta_G(eps - eps_0)" in message and "ln(4) / (alpha - 1)" in message
         assert "algorithm='auto'" in message and "own budget" in message
     assert ledger.history == ()
+
+
+def test_the_rule_fits_a_pipeline_once_and_releases_it_whole():
+    X, y = logistic_rows(500)
+    ledger = PrivacyAccountant()
+    search = DPSearchCV(make_pipeline(Normalizer(), DPLogisticRegression(classes=[0, 1])), delta=DELTA,
+                        random_state=0, accountant=ledger).fit(X, y)
+    assert search.searched_ is False
+    (record,) = ledger.history
+    assert record.event == search.dp_event_ == search.best_estimator_[-1].dp_event_
+    assert search.best_estimator_[-1].random_state is None and search.best_estimator_[-1].accountant is ledger
+    np.testing.assert_array_equal(search.predict(X), search.best_estimator_.predict(X))
