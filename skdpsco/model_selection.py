@@ -222,7 +222,18 @@ WITHOUT_ZCDP = {
     "stop_pnsgd": "Stop-PNSGD is proven at one Renyi order only",
 }
 """``algorithm=`` names whose fits have no zCDP bound (:func:`zcdp_rho` fails on their events),
-and why: :class:`DPSearchCV` refuses them before anything is charged."""
+and why: :class:`DPSearchCV` refuses them before anything is charged.
+
+Objective perturbation's Renyi bound, from the proof in :mod:`skdpsco.solvers.objective`: its
+privacy loss is at most ``eps_0 + max_k (mu_k |Z_k| + mu_k**2 / 2)`` (``k = 1, 2``, ``Z_k``
+standard normal, ``mu_k <= mu_b``), plus the output noise's Gaussian loss composed adaptively.
+For ``h(l) = exp((alpha - 1) l)``, non-negative and non-decreasing, ``h(max(a, c)) <= h(a) + h(c)``
+and ``E h(mu |Z| + m) <= 2 E h(mu Z + m)``, so ``E h(loss) <= 4 exp((alpha - 1) (eps_0 + alpha
+rho))`` with ``rho = (mu_b**2 + mu_o**2) / 2``: Renyi DP ``eps_0 + ln(4) / (alpha - 1) + rho alpha``
+at every order ``alpha > 1``. No ``xi + rho' alpha`` dominates it near ``alpha = 1``, and the
+search calibrates every candidate to one zCDP share (:func:`calibrate_trial_rho`), so the
+algorithm cannot be a candidate; composing it would need a search whose trials share an RDP
+curve instead of a ``rho``."""
 
 
 # -- the default search and when it cannot pay ------------------------------------------------
@@ -387,6 +398,12 @@ def _per_row_scores(scoring: str, clip: float, estimator, X, y) -> tuple[np.ndar
     if scoring == "neg_mean_squared_error":  # clipped before it is squared: no square overflows
         error = np.minimum(np.minimum(error, math.sqrt(clip)) ** 2, clip)
     return -np.minimum(error, clip), float(clip)
+
+
+def _last_step(estimator):
+    """The private estimator: the last step of a pipeline, else ``estimator`` itself."""
+    steps = getattr(estimator, "steps", None)
+    return steps[-1][1] if steps else estimator
 
 
 def _best_has(name: str):
@@ -628,6 +645,12 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
     def _distributions(self) -> list:
         distributions = self.param_distributions
         if distributions is None:
+            missing = sorted(set(DEFAULT_PARAM_DISTRIBUTIONS) - set(_last_step(self.estimator).get_params()))
+            if missing:
+                raise ValueError(
+                    f"The default grid {DEFAULT_PARAM_DISTRIBUTIONS} needs the parameters {missing}, which "
+                    f"{type(_last_step(self.estimator)).__name__} does not have: pass param_distributions."
+                )
             return [{self._prefix + name: values for name, values in DEFAULT_PARAM_DISTRIBUTIONS.items()}]
         distributions = [distributions] if isinstance(distributions, dict) else list(distributions)
         if not distributions or not all(isinstance(d, dict) and d for d in distributions):
@@ -658,8 +681,7 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
             random_state=None if is_secure(rng) else _child_random_state(rng),
         ))
         model.fit(X, y, **self._fit_params(sample_weight))
-        last = model.steps[-1][1] if getattr(model, "steps", None) else model
-        return model, last.dp_event_, last.epsilon_
+        return model, _last_step(model).dp_event_, _last_step(model).epsilon_
 
     def _release(self, model, candidate: dict, score: float, event, spent: float, delta: float, **attributes):
         """Store the released model and the search's public attributes."""

@@ -141,3 +141,23 @@ def test_the_rule_fits_a_pipeline_once_and_releases_it_whole():
     assert record.event == search.dp_event_ == search.best_estimator_[-1].dp_event_
     assert search.best_estimator_[-1].random_state is None and search.best_estimator_[-1].accountant is ledger
     np.testing.assert_array_equal(search.predict(X), search.best_estimator_.predict(X))
+
+
+def test_the_default_grid_names_a_missing_parameter_before_charging():
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    class NoPenalty(ClassifierMixin, BaseEstimator):
+        def __init__(self, epsilon=1.0, delta="auto", random_state=None, accountant=None):
+            self.epsilon, self.delta, self.random_state, self.accountant = epsilon, delta, random_state, accountant
+
+        def fit(self, X, y):
+            raise AssertionError("must not be reached")
+
+        def predict(self, X):
+            return np.zeros(len(X))
+
+    X, y = logistic_rows(300)
+    ledger = PrivacyAccountant()
+    with pytest.raises(ValueError, match=r"needs the parameters \['alpha'\].*NoPenalty.*pass param_distributions"):
+        DPSearchCV(NoPenalty(), accountant=ledger).fit(X, y)
+    assert ledger.history == ()
