@@ -17,7 +17,8 @@ Entries, each at the same total (epsilon, delta) on the training split, ``random
 * ``search, guide grid``: ``DPSearchCV`` over the user guide's example grid ``{'alpha': [0, 1e-3,
   1e-2]}`` with ``n_iter = 3``.
 * ``search, default grid``: ``DPSearchCV`` over :data:`skdpsco.model_selection.DEFAULT_PARAM_DISTRIBUTIONS`
-  given explicitly (so it always searches), the default ``n_iter``.
+  given explicitly (so it always searches), the default ``n_iter``; ``..., logarithmic K`` the
+  same with ``n_iter_shape = 0`` (a cheaper distribution of the number of trials).
 * ``DPSearchCV default``: ``DPSearchCV(estimator)`` with every search parameter at its default: the
   default grid and the rule (:data:`~skdpsco.model_selection.SEARCH_SIGNAL`), which fits the
   estimator once, with the whole budget, where searching cannot pay.
@@ -69,7 +70,8 @@ SETS = {name: DATASETS[name] for name in ("breast_cancer", "anes96", "digits_bin
 SETS["synthetic_20k"] = RealDataset("synthetic_20k", "binary", _synthetic, (0, 1), "benchmarks.speed.make_data",
                                     "logistic labels")
 
-ENTRIES = ("default", "search, guide grid", "search, default grid", "DPSearchCV default", "one trial")
+ENTRIES = ("default", "search, guide grid", "search, default grid", "search, default grid, logarithmic K",
+           "DPSearchCV default", "one trial")
 
 CANDIDATE_ALPHAS = (1e-4, 1e-3, 1e-2, 1e-1)
 """Further candidates measured at one trial's budget (``one trial`` is ``alpha = 0``): the default
@@ -100,8 +102,9 @@ def _fit(entry, dataset, X, y, epsilon, delta, seed):
         return _model(dataset, **common).fit(X, y)
     if entry == "search, guide grid":
         return DPSearchCV(_model(dataset), GUIDE_GRID, n_iter=3, **common).fit(X, y)
-    if entry == "search, default grid":
-        return DPSearchCV(_model(dataset), DEFAULT_PARAM_DISTRIBUTIONS, **common).fit(X, y)
+    if entry.startswith("search, default grid"):
+        shape = 0.0 if entry.endswith("logarithmic K") else 1.0
+        return DPSearchCV(_model(dataset), DEFAULT_PARAM_DISTRIBUTIONS, n_iter_shape=shape, **common).fit(X, y)
     if entry == "DPSearchCV default":
         return DPSearchCV(_model(dataset), **common).fit(X, y)
     alpha = float(entry.split("=")[1]) if "=" in entry else 0.0
@@ -140,7 +143,7 @@ def _paired_text(values, reference) -> str:
     return f"{difference.mean():+.3f} (± {difference.std(ddof=1) / np.sqrt(difference.size):.3f})"
 
 
-PAIRED = ("search, default grid", "DPSearchCV default")
+PAIRED = ("search, default grid", "search, default grid, logarithmic K", "DPSearchCV default")
 """Entries also shown as paired differences from ``default``."""
 
 

@@ -42,9 +42,11 @@ def test_default_grid_offers_only_the_default_and_small_ridge_penalties():
 def test_default_number_of_trials_and_the_per_trial_share_of_the_budget():
     search = DPSearchCV(DPLogisticRegression())
     assert search.n_iter == 3 and search.n_iter_shape == 1.0
-    share = calibrate_trial_rho(1.0, DELTA, RandomTrials(3.0, 1.0)) / calibrate_zcdp_rho(1.0, DELTA)
+    rho = calibrate_zcdp_rho(1.0, DELTA)
+    share = calibrate_trial_rho(1.0, DELTA, RandomTrials(3.0, 1.0)) / rho
     assert 0.3 < share < 0.4  # DEFAULT_N_ITER's docstring: 0.34 of one release's rho
-    assert calibrate_trial_rho(1.0, DELTA, RandomTrials(10.0, 1.0)) < share * calibrate_zcdp_rho(1.0, DELTA)
+    assert calibrate_trial_rho(1.0, DELTA, RandomTrials(10.0, 1.0)) / rho < 0.25  # the former default
+    assert 0.4 < calibrate_trial_rho(1.0, DELTA, RandomTrials(3.0, 0.0)) / rho < 0.5  # logarithmic
 
 
 def test_search_signal_is_n_mu_over_p_of_one_trial():
