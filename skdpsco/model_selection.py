@@ -210,8 +210,9 @@ def zcdp_rho(event: dp_accounting.DpEvent) -> float:
 WITHOUT_ZCDP = {
     "objective_perturbation": (
         "objective perturbation's proven guarantee (skdpsco.solvers.objective) is an (epsilon, "
-        "delta) bound, the curve delta(eps) <= 4 delta_G(eps - eps_0) of its Gaussian part shifted by the log-determinant "
-        "offset eps_0 = log(1 + beta / (n Lambda)); the same argument bounds its Renyi DP by "
+        "delta) bound, the curve delta(eps) <= 4 delta_G(eps - eps_0) of its Gaussian part shifted "
+        "by the log-determinant offset eps_0 = log(1 + beta / (n Lambda)); the same argument bounds "
+        "its Renyi DP by "
         "eps_0 + ln(4) / (alpha - 1) + rho alpha, which is unbounded as alpha -> 1, so no zCDP "
         "bound xi + rho alpha follows, and the search calibrates every trial to one zCDP share"
     ),
@@ -253,14 +254,15 @@ DEFAULT_N_ITER = 3.0
 average. Each trial's share of the budget falls with ``n_iter`` and with the shape of ``K``'s
 distribution: at epsilon = 1, delta = 1e-5, ``trial_rho`` is 0.34 of a single release's ``rho``
 at ``n_iter = 3`` with the default geometric distribution (0.23 at the former default of 10) and
-0.45 with the logarithmic one (``n_iter_shape = 0``). The search's loss is the trial's:
-searching the default grid with ``n_iter_shape = 0`` lost 0.003 AUC to the plain default where
-the geometric distribution lost 0.008 (synthetic, n = 20000, epsilon = 1, 10 seeds), and no
-more than it on fair and anes96 at epsilon = 3. It stays the option, not the default, because a
-logarithmic ``K`` is 1 more often (0.45 against 1/3): with a grid holding a clearly worse
-candidate (``fit_intercept=False`` on off-centre data, ``n_iter = 5``) it released that
-candidate at the seed where the geometric search did not (the selection test of
-``tests/test_model_selection.py``)."""
+0.45 with the logarithmic one (``n_iter_shape = 0``). The logarithmic distribution stays an
+option, not the default: it runs a single trial more often (0.45 against 1/3), and
+``benchmarks/results/search.md`` (column ``logarithmic K``, 20 seeds) measured both sides: the
+default grid's search lost less with it on digits_binary, digits and the synthetic set (e.g.
+0.006 against 0.009 AUC at epsilon = 1 there) and more on breast_cancer at epsilon = 1 (0.075
+against 0.019 AUC: a trial that failed is released when it is the only one) and wine at
+epsilon = 3. With a grid holding a clearly worse candidate (``fit_intercept=False`` on
+off-centre data, ``n_iter = 5``) it also released that candidate at the seed where the geometric
+search did not (the selection test of ``tests/test_model_selection.py``)."""
 
 
 SEARCH_SIGNAL = 200.0
@@ -766,7 +768,8 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
 
     # -- fit ----------------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None):
-        """Run the private search and release the selected trial.
+        """Run the private search and release the selected trial (with ``param_distributions=None``
+        and :func:`search_signal` below :data:`SEARCH_SIGNAL`: fit the estimator once instead).
 
         Parameters
         ----------
