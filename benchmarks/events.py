@@ -126,7 +126,7 @@ def emitted_events() -> list[EmittedEvent]:
     X, y = _data(2)
     scaler = DPStandardScaler(epsilon=1.0, delta=DELTA, feature_bounds=(-2, 2), accountant=_CatchingAccountant())
     events.append(EmittedEvent("DPStandardScaler", _caught_event(scaler, X, None), DELTA))
-    search = DPSearchCV(DPLogisticRegression(), {"alpha": [0.0, 0.01]}, epsilon=1.0, delta=DELTA,
+    search = DPSearchCV(DPLogisticRegression(), {"alpha": [0.0, 0.01]}, epsilon=1.0, delta=DELTA, n_iter=10,
                         random_state=0, accountant=_CatchingAccountant())
     events.append(EmittedEvent("DPSearchCV", _caught_event(search, X, y), DELTA))
     ledger = [e.event for e in events if e.source.startswith("DPHingeSVM") and "laplace" in e.source][:1]

@@ -16,6 +16,17 @@ one trial is ``rho``-zCDP, the search is described by
 (PS22 Thm 2, implemented in ``dp_accounting``'s RDP accountant) depends on the mean of ``K``,
 not on ``K``: the cost grows like ``log E[K]``, not like ``E[K]``.
 
+The default grid, and when searching cannot pay
+-----------------------------------------------
+Each trial is fitted at ``trial_rho``, about a third of the ``rho`` of one release of the whole
+(epsilon, delta) at the default ``n_iter = 3``, on the four fifths of the rows not held out for
+scoring. ``DPSearchCV(estimator)`` searches :data:`DEFAULT_PARAM_DISTRIBUTIONS` only where that
+price is small, :func:`search_signal` (``n_train mu / p`` of one trial) at least
+:data:`SEARCH_SIGNAL`; below it, it fits ``estimator`` once with the whole budget. On the real
+classification sets of ``benchmarks/results/search.md`` (signals 0-89) every searched grid lost
+to the plain default at the same total epsilon, by up to 0.26 AUC, because one trial alone did;
+the candidates' differences at one trial's budget were an order of magnitude smaller.
+
 What is released, and what must not be
 --------------------------------------
 Only the selected trial: its parameters, its model and its noisy score. The number of trials
@@ -45,7 +56,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import _assert_all_finite, _num_samples, check_is_fitted, indexable
+from sklearn.utils.validation import _assert_all_finite, _num_features, _num_samples, check_is_fitted, indexable
 
 from . import _noise
 from .accounting import (
@@ -56,7 +67,7 @@ from .accounting import (
     zcdp_event,
 )
 from ._delta import resolve_delta
-from .accounting._ledger import CarriesDefaultLedger, charge_fit
+from .accounting._ledger import CarriesDefaultLedger, charge_fit, fit_accountant
 from ._secure import is_secure, noisy_release
 from .linear_model._base import (
     PrivacyWarning,
@@ -69,11 +80,15 @@ from .preprocessing import row_dependence
 from .solvers import _core
 
 __all__ = [
+    "DEFAULT_N_ITER",
+    "DEFAULT_PARAM_DISTRIBUTIONS",
+    "SEARCH_SIGNAL",
     "WITHOUT_ZCDP",
     "DPSearchCV",
     "RandomTrials",
     "calibrate_trial_rho",
     "noisy_mean_score",
+    "search_signal",
     "select_best",
     "zcdp_rho",
 ]
@@ -195,8 +210,12 @@ def zcdp_rho(event: dp_accounting.DpEvent) -> float:
 
 WITHOUT_ZCDP = {
     "objective_perturbation": (
-        "objective perturbation is proven only as an (epsilon, delta) bound (a Gaussian part plus "
-        "a log-determinant offset, skdpsco.solvers.objective), with no Renyi-DP curve"
+        "objective perturbation's proven guarantee (skdpsco.solvers.objective) is an (epsilon, "
+        "delta) bound, the curve delta(eps) <= 4 delta_G(eps - eps_0) of its Gaussian part shifted "
+        "by the log-determinant offset eps_0 = log(1 + beta / (n Lambda)); the same argument bounds "
+        "its Renyi DP by "
+        "eps_0 + ln(4) / (alpha - 1) + rho alpha, which is unbounded as alpha -> 1, so no zCDP "
+        "bound xi + rho alpha follows, and the search calibrates every trial to one zCDP share"
     ),
     "output_perturbation": "output perturbation's guarantee holds except with a failure probability",
     "gradient_perturbation": (
@@ -205,7 +224,69 @@ WITHOUT_ZCDP = {
     "stop_pnsgd": "Stop-PNSGD is proven at one Renyi order only",
 }
 """``algorithm=`` names whose fits have no zCDP bound (:func:`zcdp_rho` fails on their events),
-and why: :class:`DPSearchCV` refuses them before anything is charged."""
+and why: :class:`DPSearchCV` refuses them before anything is charged.
+
+Objective perturbation's Renyi bound, from the proof in :mod:`skdpsco.solvers.objective`: its
+privacy loss is at most ``eps_0 + max_k (mu_k |Z_k| + mu_k**2 / 2)`` (``k = 1, 2``, ``Z_k``
+standard normal, ``mu_k <= mu_b``), plus the output noise's Gaussian loss composed adaptively.
+For ``h(l) = exp((alpha - 1) l)``, non-negative and non-decreasing, ``h(max(a, c)) <= h(a) + h(c)``
+and ``E h(mu |Z| + m) <= 2 E h(mu Z + m)``, so ``E h(loss) <= 4 exp((alpha - 1) (eps_0 + alpha
+rho))`` with ``rho = (mu_b**2 + mu_o**2) / 2``: Renyi DP ``eps_0 + ln(4) / (alpha - 1) + rho alpha``
+at every order ``alpha > 1``. No ``xi + rho' alpha`` dominates it near ``alpha = 1``, and the
+search calibrates every candidate to one zCDP share (:func:`calibrate_trial_rho`), so the
+algorithm cannot be a candidate; composing it would need a search whose trials share an RDP
+curve instead of a ``rho``."""
+
+
+# -- the default search and when it cannot pay ------------------------------------------------
+DEFAULT_PARAM_DISTRIBUTIONS = {"alpha": [0.0, 1e-4, 1e-3]}
+"""The grid :class:`DPSearchCV` searches when ``param_distributions=None``: the default
+(``alpha = 0``) and ridge penalties small enough to stay competitive with it.
+
+Chosen on ``benchmarks/results/search.md`` (``python -m benchmarks.search``, its last table: each
+candidate at one trial's budget): ``alpha`` in ``{0, 1e-4, 1e-3}`` scored within 0.001 AUC /
+accuracy of each other in every cell; ``alpha = 1e-2`` (in the user guide's former example grid)
+lost up to 0.003 AUC (fair, epsilon = 3) and ``alpha = 0.1`` up to 0.06 (digits, epsilon = 3:
+accuracy 0.617 against 0.675). Every candidate must be one you would accept: with noisy
+held-out scores any candidate can win."""
+
+DEFAULT_N_ITER = 3.0
+"""Default mean number of trials: one per candidate of :data:`DEFAULT_PARAM_DISTRIBUTIONS` on
+average. Each trial's share of the budget falls with ``n_iter`` and with the shape of ``K``'s
+distribution: at epsilon = 1, delta = 1e-5, ``trial_rho`` is 0.34 of a single release's ``rho``
+at ``n_iter = 3`` with the default geometric distribution (0.23 at the former default of 10) and
+0.45 with the logarithmic one (``n_iter_shape = 0``). The logarithmic distribution stays an
+option, not the default: it runs a single trial more often (0.45 against 1/3), and
+``benchmarks/results/search.md`` (column ``logarithmic K``, 20 seeds) measured both sides: the
+default grid's search lost less with it on digits_binary, digits and the synthetic set (e.g.
+0.006 against 0.009 AUC at epsilon = 1 there) and more on breast_cancer at epsilon = 1 (0.075
+against 0.019 AUC: a trial that failed is released when it is the only one) and wine at
+epsilon = 3. With a grid holding a clearly worse candidate (``fit_intercept=False`` on
+off-centre data, ``n_iter = 5``) it also released that candidate at the seed where the geometric
+search did not (the selection test of ``tests/test_model_selection.py``)."""
+
+
+SEARCH_SIGNAL = 200.0
+"""Public threshold of the rule :class:`DPSearchCV` applies to its default grid: search only when
+:func:`search_signal` (``n_train mu_trial / p``) is at least this; below it, fit the estimator
+once with the whole budget on all the rows.
+
+A trial is fitted at ``trial_rho`` (a third of the budget's ``rho`` at the default ``n_iter``) on
+four fifths of the rows. ``benchmarks/results/search.md`` (20 seeds, paired by split): searching
+the default grid lost to the plain default at the same total epsilon by 0.004-0.26 AUC on the
+real binary sets (signals 1-89; fair at signal 89: 0.005) and 0.05-0.27 accuracy on the
+multi-class ones (signals 0-1); on a synthetic set of 20000 rows it lost 0.009 AUC at signal 77,
+0.004 / 0.003 at 114 / 152 (``search_threshold.md``) and 0.002 at 227. At or above this
+threshold the search costs at most about 0.002 AUC, a tenth of the spread over splits."""
+
+
+def search_signal(n_train: int, n_params: int, trial_rho: float) -> float:
+    """``n_train mu / p`` of one trial, with ``mu = sqrt(2 trial_rho)``: the Gaussian-DP ``mu`` of
+    a release that is exactly ``trial_rho``-zCDP (a Gaussian of multiplier ``z`` is
+    ``1 / (2 z**2)``-zCDP and ``1 / z``-GDP), as in the ``'auto'`` rule's ``n mu / p``
+    (:data:`skdpsco.solvers.AUTO_NEWTON_SIGNAL`): how far the trial's rows outweigh its privacy
+    noise per parameter. Public: ``n_train``, ``n_params`` and ``trial_rho`` are."""
+    return n_train * math.sqrt(2.0 * trial_rho) / n_params
 
 
 # -- one trial's score and the selection ------------------------------------------------------
@@ -331,6 +412,12 @@ def _per_row_scores(scoring: str, clip: float, estimator, X, y) -> tuple[np.ndar
     return -np.minimum(error, clip), float(clip)
 
 
+def _last_step(estimator):
+    """The private estimator: the last step of a pipeline, else ``estimator`` itself."""
+    steps = getattr(estimator, "steps", None)
+    return steps[-1][1] if steps else estimator
+
+
 def _best_has(name: str):
     def check(search):
         estimator = getattr(search, "best_estimator_", search.estimator)
@@ -373,20 +460,27 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         ``classes=`` with the public label set. Inside a wrapper that fits on the labels
         (``CalibratedClassifierCV``, stacking) it issues one ``PrivacyWarning`` as well
         (best effort: :class:`~skdpsco.DPLogisticRegression`, Notes).
-    param_distributions : dict or list of dicts
+    param_distributions : dict, list of dicts or None, default=None
         Parameter names (as for ``estimator.set_params``) mapped to lists (uniform choice) or to
         distributions with ``rvs`` (``scipy.stats``). Public: never derived from the data. Every
-        trial draws independently, with replacement, even from a grid of lists.
+        trial draws independently, with replacement, even from a grid of lists. ``None``: the
+        default grid :data:`DEFAULT_PARAM_DISTRIBUTIONS` (of the private step of a pipeline),
+        under the rule of :data:`SEARCH_SIGNAL`: where :func:`search_signal` is below it, the
+        search cannot pay and ``fit`` fits the estimator once, with the whole (epsilon, delta),
+        on all the rows (``searched_ = False``). A grid you give is always searched; the same
+        rule tells when it can pay (user guide, "Private hyper-parameter selection").
     epsilon : float, default=1.0
         Privacy parameter epsilon > 0 of the whole search.
     delta : float or 'auto', default='auto'
         Privacy parameter delta in (0, 1) of the whole search, below ``1 / n_samples`` (``fit``
         refuses a larger one). ``'auto'``: :func:`skdpsco.default_delta` of the number of rows.
-    n_iter : float, default=10
-        Mean number of trials ``E[K] > 1``; the privacy cost grows like ``log(n_iter)``.
+    n_iter : float, default=3.0
+        Mean number of trials ``E[K] > 1`` (:data:`DEFAULT_N_ITER`); the privacy cost grows like
+        ``log(n_iter)``, and each trial's share of the budget falls with it.
     n_iter_shape : float, default=1.0
         Shape ``eta >= 0`` of the truncated negative binomial distribution of ``K``: 1 is
-        geometric (Liu & Talwar 2019), 0 logarithmic (cheapest, but ``K = 1`` more often).
+        geometric (Liu & Talwar 2019), 0 logarithmic (cheapest, but ``K = 1`` more often:
+        probability 0.45 at ``n_iter = 3`` against 1/3). :data:`DEFAULT_N_ITER` compares them.
     scoring : {'accuracy', 'neg_mean_absolute_error', 'neg_mean_squared_error'} or None, default=None
         Per-row score averaged over the held-out rows. ``None``: accuracy for classifiers, negative
         mean absolute error for regressors. Regression errors are clipped to ``score_clip``.
@@ -426,6 +520,12 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         are each ``trial_rho_``-zCDP and touch disjoint rows (parallel composition).
     score_noise_std_ : float
         Standard deviation of the Gaussian noise on every trial's score.
+    search_signal_ : float
+        The rule's public :func:`search_signal` of this search's trials.
+    searched_ : bool
+        Whether the trials ran: ``False`` when the default grid's rule fitted the estimator once
+        instead; then ``best_params_`` is ``{}``, ``best_score_``, ``trial_rho_`` and
+        ``score_noise_std_`` are NaN, and ``dp_event_`` / ``epsilon_`` are the one fit's.
     n_features_in_ : int
 
     Notes
@@ -445,7 +545,7 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
 
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "predict"])],
-        "param_distributions": [dict, list],
+        "param_distributions": [dict, list, None],
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
         "delta": [Interval(numbers.Real, 0, 1, closed="neither"), StrOptions({"auto"})],
         "n_iter": [Interval(numbers.Real, 1, None, closed="neither")],
@@ -460,11 +560,11 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
     def __init__(
         self,
         estimator,
-        param_distributions,
+        param_distributions=None,
         *,
         epsilon=1.0,
         delta="auto",
-        n_iter=10,
+        n_iter=DEFAULT_N_ITER,
         n_iter_shape=1.0,
         scoring=None,
         score_clip=1.0,
@@ -534,10 +634,11 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
             raise ValueError(
                 f"DPSearchCV cannot search {name}={refused!r}: private selection (Papernot & Steinke "
                 "2022, Thm 2) needs every trial's guarantee as zCDP (a Renyi-DP bound rho * alpha at "
-                f"every order alpha), and {WITHOUT_ZCDP[refused]}. Search over algorithms whose "
-                "guarantee is a Gaussian release or zCDP (e.g. 'auto', 'noisy_gd', 'newton', "
-                f"'phased_sgd', 'snowball'), or choose {refused!r} on public or synthetic data and fit "
-                "it once, outside the search, with its own budget."
+                f"every order alpha), and {WITHOUT_ZCDP[refused]}. Search with the default "
+                "algorithm='auto' (its fits are Gaussian releases), or list explicit candidates of "
+                "algorithms whose guarantee is a Gaussian release or zCDP ('noisy_gd', 'newton', "
+                f"'phased_sgd', 'snowball', 'pnsgd'), or choose {refused!r} on public or synthetic "
+                "data of the same size and fit it once, outside the search, with its own budget."
             )
 
     @property
@@ -556,6 +657,14 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
 
     def _distributions(self) -> list:
         distributions = self.param_distributions
+        if distributions is None:
+            missing = sorted(set(DEFAULT_PARAM_DISTRIBUTIONS) - set(_last_step(self.estimator).get_params()))
+            if missing:
+                raise ValueError(
+                    f"The default grid {DEFAULT_PARAM_DISTRIBUTIONS} needs the parameters {missing}, which "
+                    f"{type(_last_step(self.estimator)).__name__} does not have: pass param_distributions."
+                )
+            return [{self._prefix + name: values for name, values in DEFAULT_PARAM_DISTRIBUTIONS.items()}]
         distributions = [distributions] if isinstance(distributions, dict) else list(distributions)
         if not distributions or not all(isinstance(d, dict) and d for d in distributions):
             raise ValueError("param_distributions must be a non-empty dict or a list of non-empty dicts.")
@@ -567,6 +676,45 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
                         f"rvs; got {values!r}."
                     )
         return distributions
+
+    def _n_params(self, X) -> int:
+        """``p`` of :func:`search_signal`, from public quantities: the columns of ``X`` (before
+        any step of a pipeline), plus the intercept, times the classes of a multi-class ``classes=``
+        parameter (one margin each); 1 output otherwise."""
+        params = self.estimator.get_params()
+        n_params = _num_features(X) + bool(params.get(self._prefix + "fit_intercept", True))
+        classes = params.get(self._prefix + "classes")
+        return n_params * (len(classes) if classes is not None and len(classes) > 2 else 1)
+
+    def _fit_once(self, X, y, sample_weight, delta: float, rng: np.random.Generator):
+        """The rule's fallback: the estimator fitted once with the whole (epsilon, delta) on all the
+        rows, charging the search's ledger with its own event."""
+        model = clone(self.estimator).set_params(**self._private_params(
+            epsilon=float(self.epsilon), delta=delta, accountant=fit_accountant(self),
+            random_state=None if is_secure(rng) else _child_random_state(rng),
+        ))
+        model.fit(X, y, **self._fit_params(sample_weight))
+        return model, _last_step(model).dp_event_, _last_step(model).epsilon_
+
+    def _release(self, model, candidate: dict, score: float, event, spent: float, delta: float, **attributes):
+        """Store the released model and the search's public attributes."""
+        self.best_estimator_ = model.set_params(**self._private_params(random_state=None, accountant=self.accountant))
+        self.best_params_ = candidate
+        self.best_score_ = score
+        self.cv_results_ = {
+            "params": [candidate],
+            "mean_test_score": np.array([score]),
+            "rank_test_score": np.array([1]),
+        }
+        for name, value in attributes.items():
+            setattr(self, name, value)
+        self.dp_event_ = event
+        self.epsilon_ = spent
+        self.delta_ = delta
+        self.n_features_in_ = self.best_estimator_.n_features_in_
+        if hasattr(self.best_estimator_, "feature_names_in_"):
+            self.feature_names_in_ = self.best_estimator_.feature_names_in_
+        return self
 
     def _labels_from_data(self, candidates: list) -> str | None:
         """The private step's ``classes`` parameter name if some trial fits with ``classes=None``
@@ -621,7 +769,8 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
 
     # -- fit ----------------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None):
-        """Run the private search and release the selected trial.
+        """Run the private search and release the selected trial (with ``param_distributions=None``
+        and :func:`search_signal` below :data:`SEARCH_SIGNAL`: fit the estimator once instead).
 
         Parameters
         ----------
@@ -662,6 +811,11 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         weights = None if sample_weight is None else _safe_indexing(sample_weight, order[n_validation:])
         trials = RandomTrials(float(self.n_iter), float(self.n_iter_shape))
         rho = calibrate_trial_rho(float(self.epsilon), delta, trials)
+        signal = search_signal(n_samples - n_validation, self._n_params(X), rho)
+        if self.param_distributions is None and signal < SEARCH_SIGNAL:
+            model, event, spent = self._fit_once(X, y, sample_weight, delta, rng)
+            return self._release(model, {}, math.nan, event, spent, delta, trial_rho_=math.nan,
+                                 score_noise_std_=math.nan, search_signal_=signal, searched_=False)
         n_trials = trials.sample(rng)
         trial_rngs = rng.spawn(n_trials)
         candidates = [_draw_candidate(distributions, trial_rng) for trial_rng in trial_rngs]
@@ -711,23 +865,8 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
             return (model, candidate, sigma), score
 
         (model, candidate, sigma), score = select_best(run_trial, n_trials)
-        self.best_estimator_ = model.set_params(**self._private_params(random_state=None, accountant=self.accountant))
-        self.best_params_ = candidate
-        self.best_score_ = score
-        self.cv_results_ = {
-            "params": [candidate],
-            "mean_test_score": np.array([score]),
-            "rank_test_score": np.array([1]),
-        }
-        self.trial_rho_ = rho
-        self.score_noise_std_ = sigma
-        self.dp_event_ = event
-        self.epsilon_ = spent
-        self.delta_ = delta
-        self.n_features_in_ = self.best_estimator_.n_features_in_
-        if hasattr(self.best_estimator_, "feature_names_in_"):
-            self.feature_names_in_ = self.best_estimator_.feature_names_in_
-        return self
+        return self._release(model, candidate, score, event, spent, delta, trial_rho_=rho,
+                             score_noise_std_=sigma, search_signal_=signal, searched_=True)
 
     # -- delegation to the released model -----------------------------------------------------
     @property
