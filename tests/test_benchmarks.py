@@ -163,3 +163,34 @@ def test_rare_column_harness_pairs_the_two_floors():
     assert cell["paired"] == pytest.approx(np.mean(high - low)) and 0 <= cell["identical"] <= 2
     assert len(rare_column.synthetic_table([synthetic]).splitlines()) == 4
     assert rare_column.real_table([cell]).splitlines()[2].startswith("| wine | accuracy | 3 |")
+
+
+def test_linear_time_slope_reads_the_sizes_from_1e5_up():
+    from benchmarks.linear_time import slope
+
+    ns = [10**4, 10**5, 10**6, 10**7]
+    assert slope(ns, [5.0, 1.0, 10.0, 100.0]) == pytest.approx(1.0)  # the fixed cost at 1e4 is left out
+    assert slope(ns, [1.0, 1.0, 100.0, 10**4]) == pytest.approx(2.0)
+
+
+def test_engine_bounds_a_slow_scikit_learn_fit(monkeypatch):
+    import time
+
+    from benchmarks import engine
+
+    monkeypatch.setattr(engine, "SKLEARN_TIMEOUT_S", 0.5)
+    assert engine.bounded_time(lambda: time.sleep(3.0), 1) == (0.5, False)
+    seconds, finished = engine.bounded_time(lambda: time.sleep(0.01), 1)
+    assert finished and 0.005 < seconds < 0.5
+    record = {"vs_sklearn": 0.4, "sklearn_finished": False}
+    assert engine._ratio(record, "vs_sklearn") == "≤ 0.40"
+
+
+def test_auto_compute_table_marks_auto_and_the_gap_to_the_best():
+    from benchmarks.auto_compute import table
+
+    records = [dict(rows="signal", n=10**5, d=20, model="M", algorithm=a, auto=a == "b", auc=auc, auc_std=0.0, seconds=s)
+               for a, auc, s in (("a", 0.90, 5.0), ("b", 0.89, 0.1))]
+    lines = table(records).splitlines()
+    assert "| a | 0.9000" in lines[2] and lines[2].endswith("+0.0000 |")
+    assert "| b (auto) | 0.8900" in lines[3] and lines[3].endswith("-0.0100 |")
