@@ -519,6 +519,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             gathered = clipped_rows_in_order(X, order, bound, fill=None if late_intercept else fill,
                                              magnitude_range=_scaling.MAGNITUDE_RANGE if counting else None)
             rows, counted = gathered if counting else (gathered, None)
+            del gathered
             targets = targets[order]
         del X
         tasks = self._tasks(targets)
@@ -622,6 +623,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             magnitudes, *standardisation = self._standardise(passes, scaling, order_rng.spawn(1)[0], sums)
             feature_scales, row_norm = feature_scales * magnitudes, scaling.data_norm
         rows = passes.rows
+        del passes  # the rows with their intercept column below replace these: one copy held, not two
         if late_intercept and fill is not None:
             rows = with_constant_column(rows, fill)
         task_rngs = task_rng.spawn(len(tasks))
