@@ -653,7 +653,8 @@ def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_
 
         patched = {
             (_base, "clip_rows"): lambda X, max_norm, out=None: clip(X, clip_factor * max_norm, out=out),
-            (_base, "clipped_rows_in_order"): lambda X, order, max_norm, fill=None: gather(X, order, clip_factor * max_norm, fill),
+            (_base, "clipped_rows_in_order"): lambda X, order, max_norm, fill=None, **counting: gather(
+                X, order, clip_factor * max_norm, fill, **counting),
             (_scaling, "standardise_rows"): loose_standardise,
             # the in-memory rows' fused passes (:mod:`skdpsco.rows`): the same clips, loosened
             (fused_rows, "divide_clip_and_sum"): lambda rows, d, scales, bound: fused["divide_clip_and_sum"](
