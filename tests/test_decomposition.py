@@ -272,3 +272,24 @@ def test_scikit_learn_estimator_checks(estimator, check):
         if type(exc).__name__ == "SkipTest" and "check_array_api_input" in str(check):
             pytest.skip(str(exc))
         raise
+
+
+# -- DPSearchCV ----------------------------------------------------------------------------------
+def test_search_fits_the_pca_in_every_trial_inside_its_one_event():
+    from skdpsco import DPSearchCV
+    from skdpsco.model_selection import zcdp_rho
+
+    X, y = load_digits(return_X_y=True)
+    ledger = PrivacyAccountant()
+    search = DPSearchCV(
+        make_pipeline(DPPCA(8), DPLogisticRegression(classes=np.arange(10))),
+        {"dppca__n_components": [4, 8]}, epsilon=3.0, n_iter=2, random_state=0, accountant=ledger,
+    ).fit(X, y)
+    assert [record.estimator for record in ledger.history] == ["DPSearchCV"]
+    pca, model = search.best_estimator_[0], search.best_estimator_[-1]
+    # both steps fitted at the trial's (epsilon, delta); their rho composed within the trial's
+    assert pca.epsilon_ == pytest.approx(model.epsilon_, rel=1e-3) and pca.delta_ == model.delta_
+    composed = zcdp_rho(pca.dp_event_) + zcdp_rho(model.dp_event_)
+    assert 0.97 * search.trial_rho_ <= composed <= search.trial_rho_ * (1 + 1e-9)
+    assert pca.accountant is ledger and pca.random_state is None
+    assert search.score(X, y) > 0.5
