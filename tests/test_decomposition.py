@@ -293,3 +293,10 @@ def test_search_fits_the_pca_in_every_trial_inside_its_one_event():
     assert 0.97 * search.trial_rho_ <= composed <= search.trial_rho_ * (1 + 1e-9)
     assert pca.accountant is ledger and pca.random_state is None
     assert search.score(X, y) > 0.5
+
+
+# -- black-box audit (benchmarks/audits.py) -------------------------------------------------------
+def test_black_box_audit_of_the_matrix_release():
+    from _audits import check_audit
+
+    check_audit("pca_matrix")
