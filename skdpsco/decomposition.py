@@ -98,9 +98,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CarriesDefaultLed
 
     The budget is split by the estimators' public rule: the moments get
     :data:`~skdpsco.linear_model._scaling.SCALING_SHARE` and the row bound
-    :func:`~skdpsco.linear_model._bounds.row_bound_share` of ``mu**2``, ``mu`` of the one Gaussian release meeting (epsilon, delta) (``mu``-GDP, Dong,
-    Roth & Su 2022, Cor. 3.3: Gaussian releases compose as the root sum of squares of their
-    ``mu``), the second-moment matrix the rest; the composed event is then checked with
+    :func:`~skdpsco.linear_model._bounds.row_bound_share` of ``mu**2``, ``mu`` of the one
+    Gaussian release meeting (epsilon, delta) (``mu``-GDP, Dong, Roth & Su 2022, Cor. 3.3:
+    Gaussian releases compose as the root sum of squares of their ``mu``), the second-moment
+    matrix the rest; the composed event is then checked with
     ``dp-accounting`` and the matrix noise raised by bisection if the conversion asks for it.
     With ``feature_scaling=None`` the mean release takes the scaling's share (none without
     centring).

@@ -229,7 +229,8 @@ def test_whitebox_matrix_shift_within_its_sensitivity(monkeypatch, options):
         assert scale_a == scale_b  # the noise is planned from public quantities
     value, scale, _ = first[-1]
     realised = np.linalg.norm(value - second[-1][0])
-    claimed = scale / model.dp_event_.events[-1].noise_multiplier if len(first) > 1 else scale / model.dp_event_.noise_multiplier
+    matrix_event = model.dp_event_.events[-1] if len(first) > 1 else model.dp_event_
+    claimed = scale / matrix_event.noise_multiplier
     assert claimed == pytest.approx(second_moment_sensitivity(1.0))
     assert realised <= claimed * (1 + 1e-9)
     assert realised > 0.5 * claimed  # the pair is near the worst case: a claim halved is caught
