@@ -66,6 +66,7 @@ import skdpsco._secure as secure
 import skdpsco.location as location
 import skdpsco.solvers._core as core
 from skdpsco import (
+    DPPCA,
     DPHingeSVM,
     DPHuberRegressor,
     DPLogisticRegression,
@@ -987,6 +988,29 @@ def scaler(n: int = 21, epsilon: float = 1.0, secure_noise: bool = False) -> Set
     return _estimator_setup(make, (X0,), (X1,), statistic, secure_noise=secure_noise)
 
 
+def pca_matrix(n: int = 99, epsilon: float = 2.0) -> Setup:
+    """``DPPCA(feature_scaling=None, data_norm=1, centering='none')`` on two features: one Gaussian
+    release, the upper triangle of ``Z^T Z`` (replace-one sensitivity ``sqrt 2``,
+    :func:`skdpsco.decomposition.second_moment_sensitivity`). The differing row is ``e_1`` against
+    ``e_2``, orthogonal rows at the bound: they move the triangle by ``(1, 0, -1)``, the full
+    sensitivity. The ``n - 1`` others alternate ``(e_1 +- e_2) / sqrt 2``: ``Z^T Z`` is about
+    ``(n - 1) / 2 I`` besides, so far above the noise that no released eigenvalue is clipped at 0
+    and ``components_`` with ``explained_variance_`` give back the released matrix exactly. The
+    statistic is its ``S_11 - S_22``, the likelihood ratio of the Gaussian mechanism along the shift."""
+    others = np.resize([[2**-0.5, 2**-0.5], [2**-0.5, -(2**-0.5)]], (n - 1, 2))
+    X0, X1 = np.vstack([[1.0, 0.0], others]), np.vstack([[0.0, 1.0], others])
+
+    def make(seed):
+        return DPPCA(epsilon=epsilon, delta=AUDIT_DELTA, feature_scaling=None, data_norm=1.0, centering="none",
+                     random_state=seed, accountant=PrivacyAccountant())
+
+    def statistic(m):
+        covariance = m.components_.T @ np.diag(m.explained_variance_) @ m.components_
+        return float(covariance[0, 0] - covariance[1, 1])
+
+    return _estimator_setup(make, (X0,), (X1,), statistic)
+
+
 def estimator_algorithm(algorithm: str = "snowball", n: int = 20, epsilon: float = 1.0,
                         secure_noise: bool = False) -> Setup:
     """``DPHingeSVM(algorithm=algorithm)`` end to end, row 0 a label flip at the bound, the other
@@ -1190,6 +1214,10 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
     Audit("search_cv_pipeline", "DPSearchCV(Normalizer + DPHingeSVM), as search_cv", "as search_cv",
           lambda: search_cv(True), 1000, factor=4.0, slow=True, measure_halved=False,
           note=_SEARCH + "; at 600 trials noise / 4 was caught by 11 of 20 seeds, hence 1000 as search_cv"),
+    Audit("pca_matrix", "DPPCA(feature_scaling=None, data_norm=1, centering='none'), two features, n = 99, "
+          "epsilon = 2: the Gaussian second-moment matrix (Analyze Gauss)",
+          "row 0 e_1 -> e_2 (orthogonal rows at the bound: the full sensitivity sqrt 2); the others "
+          "(e_1 +- e_2) / sqrt 2; statistic S_11 - S_22 of the released matrix", lambda: pca_matrix(99, 2.0), 3000),
     Audit("scaler", "DPStandardScaler, one feature in [-1, 1], n = 21, epsilon = 2 (mean and second moment)",
           "one row -0.15 -> 1 (moves both releases); the others +-1/sqrt 2; likelihood-ratio statistic",
           lambda: scaler(21, 2.0), 4000, note="one row cannot move both releases by their full sensitivity: "

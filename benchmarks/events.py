@@ -1,7 +1,7 @@
 """Every privacy event the library emits, converted by each accountant side by side.
 
 ``python -m benchmarks.events`` plans every estimator with every algorithm (and the other private
-objects: :class:`~skdpsco.DPStandardScaler`, :class:`~skdpsco.DPSearchCV`, a ledger of several
+objects: :class:`~skdpsco.DPStandardScaler`, :class:`~skdpsco.DPPCA`, :class:`~skdpsco.DPSearchCV`, a ledger of several
 fits) on a small public problem, catches the event each would charge (planning stops at the
 charge, before any solver reads the rows), and writes ``benchmarks/results/events.md``: the event,
 and its epsilon at the fit's delta by
@@ -32,6 +32,7 @@ from skdpsco import (
     DPHingeSVM,
     DPLogisticRegression,
     DPLpRegression,
+    DPPCA,
     DPSearchCV,
     DPStandardScaler,
     PrivacyAccountant,
@@ -134,6 +135,8 @@ def emitted_events() -> list[EmittedEvent]:
     ledger += [events[-2].event]
     events.append(EmittedEvent("ledger of three fits (one-vs-rest Laplace, auto, scaler)",
                                dp_accounting.ComposedDpEvent(ledger), DELTA))
+    pca = DPPCA(epsilon=1.0, delta=DELTA, accountant=_CatchingAccountant())  # row bound, moments, matrix
+    events.append(EmittedEvent("DPPCA", _caught_event(pca, X, None), DELTA))
     return events
 
 

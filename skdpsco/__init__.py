@@ -15,6 +15,7 @@ from .accounting import (
     set_accountant,
 )
 from .linear_model import DPHingeSVM, DPHuberRegressor, DPLogisticRegression, DPLpRegression, DPPoissonRegressor, DPQuantileRegressor, PrivacyWarning
+from .decomposition import DPPCA
 from .location import inverse_sensitivity_location
 from .model_selection import DPSearchCV
 from .preprocessing import DPStandardScaler
@@ -27,6 +28,7 @@ __all__ = [
     "DPHuberRegressor",
     "DPLogisticRegression",
     "DPLpRegression",
+    "DPPCA",
     "DPPoissonRegressor",
     "DPQuantileRegressor",
     "DPSearchCV",

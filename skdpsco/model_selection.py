@@ -76,6 +76,7 @@ from .linear_model._base import (
     label_wrapper_warning,
     labels_from_data_warning,
 )
+from .decomposition import DPPCA
 from .preprocessing import row_dependence
 from .solvers import _core
 
@@ -426,6 +427,13 @@ def _best_has(name: str):
     return check
 
 
+ACCOUNTED_STEPS = (DPPCA,)
+"""Pipeline steps before the private estimator that :class:`DPSearchCV` fits in every trial, at
+the trial's (epsilon, delta) like the estimator: their fit is private and charges the trial's
+ledger, so the trial's event is the composition of theirs and the estimator's (its planned ``rho``
+the sum, :meth:`DPSearchCV._planned_rho`). Exact types."""
+
+
 class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
     """Differentially private hyperparameter search: private selection with a random number of trials.
 
@@ -448,7 +456,9 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         steps read nothing of the row values works too (:func:`~skdpsco.preprocessing.row_dependence`:
         ``Normalizer``, encoders given their public categories as
         :func:`~skdpsco.preprocessing.public_encoder` builds them, a ``ColumnTransformer`` of such
-        steps, a :class:`~skdpsco.preprocessing.RowwiseTransformer`). Any other step
+        steps, a :class:`~skdpsco.preprocessing.RowwiseTransformer`). A :class:`~skdpsco.DPPCA`
+        step is fitted in every trial at the trial's (epsilon, delta), like the estimator, and its
+        event composes into the trial's (:data:`ACCOUNTED_STEPS`). Any other step
         (``StandardScaler``, :class:`~skdpsco.preprocessing.DPStandardScaler`, an encoder with
         ``categories='auto'``, a plain ``FunctionTransformer``, ...) is refused with a
         ``ValueError`` naming the step, the reason and the fix, before any row is read or
@@ -467,8 +477,10 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         default grid :data:`DEFAULT_PARAM_DISTRIBUTIONS` (of the private step of a pipeline),
         under the rule of :data:`SEARCH_SIGNAL`: where :func:`search_signal` is below it, the
         search cannot pay and ``fit`` fits the estimator once, with the whole (epsilon, delta),
-        on all the rows (``searched_ = False``). A grid you give is always searched; the same
-        rule tells when it can pay (user guide, "Private hyper-parameter selection").
+        on all the rows (``searched_ = False``). A pipeline with an accounted step before the
+        private one (:class:`~skdpsco.DPPCA`) is always searched: the search composes its steps'
+        budgets. A grid you give is always searched; the same rule tells when it can pay (user
+        guide, "Private hyper-parameter selection").
     epsilon : float, default=1.0
         Privacy parameter epsilon > 0 of the whole search.
     delta : float or 'auto', default='auto'
@@ -615,6 +627,8 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         per-row sensitivities of the estimator's guarantee.
         """
         for name, step in getattr(self.estimator, "steps", [])[:-1]:
+            if type(step) in ACCOUNTED_STEPS:  # fitted in every trial, its event in the trial's
+                continue
             reason = row_dependence(step, name)
             if reason is not None:
                 raise ValueError(f"DPSearchCV refuses the pipeline step {reason}")
@@ -649,6 +663,16 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
 
     def _private_params(self, **values) -> dict:
         return {self._prefix + name: value for name, value in values.items()}
+
+    def _accounted_steps(self) -> list:
+        """The names of the accounted steps before the private step (:data:`ACCOUNTED_STEPS`)."""
+        return [name for name, step in getattr(self.estimator, "steps", [])[:-1] if type(step) in ACCOUNTED_STEPS]
+
+    def _accounted_params(self, **values) -> dict:
+        """``values`` for the private step and for every accounted step before it
+        (:data:`ACCOUNTED_STEPS`): each trial fits them all at the same (epsilon, delta)."""
+        prefixes = [f"{name}__" for name in self._accounted_steps()] + [self._prefix]
+        return {prefix + name: value for prefix in prefixes for name, value in values.items()}
 
     def _scoring(self) -> str:
         if self.scoring is not None:
@@ -698,7 +722,7 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
 
     def _release(self, model, candidate: dict, score: float, event, spent: float, delta: float, **attributes):
         """Store the released model and the search's public attributes."""
-        self.best_estimator_ = model.set_params(**self._private_params(random_state=None, accountant=self.accountant))
+        self.best_estimator_ = model.set_params(**self._accounted_params(random_state=None, accountant=self.accountant))
         self.best_params_ = candidate
         self.best_score_ = score
         self.cv_results_ = {
@@ -731,23 +755,40 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         return {} if sample_weight is None else self._private_params(sample_weight=sample_weight)
 
     def _planned_rho(self, candidate: dict, epsilon: float, delta: float, X, y, sample_weight=None) -> float:
-        """:func:`zcdp_rho` of the event ``estimator`` plans with ``candidate`` at ``(epsilon, delta)``."""
+        """:func:`zcdp_rho` of the event ``estimator`` plans with ``candidate`` at ``(epsilon, delta)``:
+        with accounted steps (:data:`ACCOUNTED_STEPS`) in a pipeline, the sum of the ``rho`` each of
+        them and the private step plan (zCDP composes additively), each planned on rows of the
+        public shape its input has."""
         planner = _PlanningAccountant()
         model = clone(self.estimator).set_params(
-            **candidate, **self._private_params(epsilon=epsilon, delta=delta, accountant=planner)
+            **candidate, **self._accounted_params(epsilon=epsilon, delta=delta, accountant=planner)
         )
+        steps = getattr(model, "steps", [])
+        if not any(type(step) in ACCOUNTED_STEPS for _, step in steps[:-1]):
+            return zcdp_rho(self._planned_event(model, X, y, self._fit_params(sample_weight)))
+        rho, rows = 0.0, X
+        for _, step in steps[:-1]:
+            if type(step) in ACCOUNTED_STEPS:
+                rho += zcdp_rho(self._planned_event(step, rows, y, {}))
+                # its output's shape is public; the steps after it are planned on zeros of that shape
+                rows = np.zeros((_num_samples(rows), step.n_components or np.shape(rows)[1]))
+            elif step is not None and not isinstance(step, str):
+                rows = step.fit_transform(rows, y)  # accepted by row_dependence: reads no row value
+        fit_params = {} if sample_weight is None else {"sample_weight": sample_weight}
+        return rho + zcdp_rho(self._planned_event(steps[-1][1], rows, y, fit_params))
+
+    def _planned_event(self, model, X, y, fit_params: dict) -> dp_accounting.DpEvent:
+        """The event ``model`` (its accountant a :class:`_PlanningAccountant`) charges first."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyWarning)  # issued by the search or its trials instead
             try:
-                model.fit(X, y, **self._fit_params(sample_weight))
+                model.fit(X, y, **fit_params)
             except _Planned as planned:
-                event = planned.event
-            else:
-                raise TypeError(
-                    f"{type(self.estimator).__name__} did not charge its accountant before fitting: only "
-                    "estimators that record their privacy event can be searched privately."
-                )
-        return zcdp_rho(event)  # outside the handler: its error chains no internal exception
+                return planned.event
+        raise TypeError(
+            f"{type(self.estimator).__name__} did not charge its accountant before fitting: only "
+            "estimators that record their privacy event can be searched privately."
+        )
 
     def _candidate_epsilon(self, candidate: dict, rho: float, delta: float, X, y, sample_weight=None) -> float:
         """Largest epsilon at which the candidate's fit at ``delta`` is ``rho``-zCDP, with its
@@ -812,7 +853,7 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         trials = RandomTrials(float(self.n_iter), float(self.n_iter_shape))
         rho = calibrate_trial_rho(float(self.epsilon), delta, trials)
         signal = search_signal(n_samples - n_validation, self._n_params(X), rho)
-        if self.param_distributions is None and signal < SEARCH_SIGNAL:
+        if self.param_distributions is None and signal < SEARCH_SIGNAL and not self._accounted_steps():
             model, event, spent = self._fit_once(X, y, sample_weight, delta, rng)
             return self._release(model, {}, math.nan, event, spent, delta, trial_rho_=math.nan,
                                  score_noise_std_=math.nan, search_signal_=signal, searched_=False)
@@ -844,7 +885,7 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
             ledger = PrivacyAccountant()
             model = clone(self.estimator).set_params(
                 **candidate,
-                **self._private_params(
+                **self._accounted_params(
                     epsilon=epsilons[repr(sorted(candidate.items()))], delta=delta,
                     # secure mode: the trial's fit draws from the OS's CSPRNG itself (no seed)
                     random_state=None if is_secure(trial_rng) else _child_random_state(trial_rng),
