@@ -2,7 +2,6 @@
 any charge, utility against PCA, scikit-learn's checks, pipelines, and a white-box audit of the
 matrix release (with its power check)."""
 
-import itertools
 import math
 
 import dp_accounting
