@@ -116,8 +116,10 @@ SQUARED_LOSS = _blocks.SQUARED_LOSS
 
 SCALED_BLOCK_BYTES = 2**18
 """Bytes of the buffer of scaled rows each thread of :func:`loss_derivatives` fills before its
-symmetric rank-``k`` product: 256 KiB (it stays in cache, and the buffers of the threads add a
-few hundredths of ``X`` to a fit's peak memory at ``n = 10^5``, ``p = 21``)."""
+symmetric rank-``k`` product: 256 KiB, or ``p`` rows where that is more (a rank-``k`` update of
+the ``p x p`` sum moves its ``p**2`` entries: ``k >= p`` keeps it compute-bound). The buffers of
+the threads add a few hundredths of ``X`` to a fit's peak memory (``n = 10^5``, ``p = 21``: 1.20
+``X.nbytes`` in all; ``n = 5 10^4``, ``p = 1001``: 1.19)."""
 
 
 def loss_derivatives(rows: np.ndarray, targets: np.ndarray, w: np.ndarray, loss: int, weights: np.ndarray | None,
@@ -127,28 +129,43 @@ def loss_derivatives(rows: np.ndarray, targets: np.ndarray, w: np.ndarray, loss:
     ``loss`` (:data:`LOGISTIC_LOSS` or :data:`SQUARED_LOSS`) and the rows' relative weights
     ``weights`` (``None``: 1). One read of every row (:func:`skdpsco.rows._blocks.loss_derivatives`:
     the margin, the gradient term and the row scaled by ``sqrt(c phi'')`` while it is in cache),
-    then per block one symmetric rank-``k`` product of the scaled rows (blocks of
-    :data:`SCALED_BLOCK_BYTES` of scaled rows with ``hessian``, else :data:`BLOCK_ROWS` rows); blocks
-    on :data:`THREADS` threads, their sums added in the order of the blocks."""
+    then one symmetric rank-``k`` product per buffer of :data:`SCALED_BLOCK_BYTES` of scaled rows.
+    Blocks of :data:`BLOCK_ROWS` rows on :data:`THREADS` threads, each with its own sums; the sums
+    of the blocks are added in their order as they arrive, so at most a few ``p x p`` partial
+    Hessians are held at a time, and the result does not depend on the number of threads."""
     targets = np.ascontiguousarray(targets, dtype=np.float64)
     w = np.ascontiguousarray(w, dtype=np.float64)
     weights = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
-    n_columns = rows.shape[1]
-    block_rows = max(64, SCALED_BLOCK_BYTES // (8 * max(n_columns, 1))) if hessian else BLOCK_ROWS
+    n_rows, n_columns = rows.shape
+    # a rank-k update of a p x p sum costs its p**2 entries' memory traffic: k at least p amortises it
+    buffer_rows = max(64, n_columns, SCALED_BLOCK_BYTES // (8 * max(n_columns, 1)))
 
     def block(start: int):
-        stop = start + block_rows
         gradient = np.zeros(n_columns)
-        scaled = np.empty((min(stop, rows.shape[0]) - start, n_columns)) if hessian else None
-        _blocks.loss_derivatives(rows[start:stop], targets[start:stop], w, loss,
-                                 None if weights is None else weights[start:stop], gradient, scaled)
-        return gradient, (scaled.T @ scaled if hessian else None)  # A.T @ A: the symmetric BLAS update
+        total = np.zeros((n_columns, n_columns)) if hessian else None
+        scaled = np.empty((min(buffer_rows, BLOCK_ROWS), n_columns)) if hessian else None
+        for first in range(start, min(start + BLOCK_ROWS, n_rows), buffer_rows if hessian else BLOCK_ROWS):
+            stop = min(first + (buffer_rows if hessian else BLOCK_ROWS), start + BLOCK_ROWS, n_rows)
+            part = None if scaled is None else scaled[:stop - first]
+            _blocks.loss_derivatives(rows[first:stop], targets[first:stop], w, loss,
+                                     None if weights is None else weights[first:stop], gradient, part)
+            if hessian:
+                total += part.T @ part  # A.T @ A: the symmetric BLAS update
+        return gradient, total
 
-    starts = range(0, rows.shape[0], block_rows)
+    gradient = np.zeros(n_columns)
+    total = np.zeros((n_columns, n_columns)) if hessian else None
+
+    def add(parts) -> None:
+        for part_gradient, part_total in parts:  # in the order of the blocks
+            gradient.__iadd__(part_gradient)
+            if hessian:
+                total.__iadd__(part_total)
+
+    starts = range(0, n_rows, BLOCK_ROWS)
     if len(starts) <= 1 or THREADS == 1:
-        parts = [block(start) for start in starts]
+        add(map(block, starts))
     else:
         with ThreadPoolExecutor(max_workers=min(THREADS, len(starts))) as pool:
-            parts = list(pool.map(block, starts))
-    gradient = _block_sum([g for g, _ in parts], n_columns)
-    return gradient, (_block_sum([h for _, h in parts], (n_columns, n_columns)) if hessian else None)
+            add(pool.map(block, starts))
+    return gradient, total
