@@ -457,3 +457,14 @@ def test_non_finite_rows_are_refused_and_nothing_is_charged(layout, bad):
     with pytest.raises(ValueError, match="NaN or infinity"):
         DPLogisticRegression(accountant=ledger).fit(layout(X), np.where(X[:, 0] > 0, 1, 0))
     assert ledger.history == ()
+
+
+def test_row_order_accepts_permutations_only():
+    from skdpsco.solvers._core import row_order
+
+    rng = np.random.default_rng(0)
+    assert np.array_equal(row_order(4, rng, np.array([2, 0, 3, 1])), [2, 0, 3, 1])
+    assert np.array_equal(row_order(3, rng, [0.0, 2.0, 1.0]), [0.0, 2.0, 1.0])
+    for bad in ([0, 0, 2], [0, 1, 3], [-1, 0, 1], [0, 1], [0.0, 0.0, 1.0]):
+        with pytest.raises(ValueError, match="permutation"):
+            row_order(3, rng, np.array(bad))
