@@ -194,3 +194,27 @@ def test_auto_compute_table_marks_auto_and_the_gap_to_the_best():
     lines = table(records).splitlines()
     assert "| a | 0.9000" in lines[2] and lines[2].endswith("+0.0000 |")
     assert "| b (auto) | 0.8900" in lines[3] and lines[3].endswith("-0.0100 |")
+
+
+def test_categorical_search_declares_its_categories_and_fills_the_table():
+    import ast
+    import inspect
+
+    pd = pytest.importorskip("pandas")
+
+    from benchmarks import categorical_search
+
+    tree = ast.parse(inspect.getsource(categorical_search))
+    declared = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name)}
+    for name in ("FAIR_CATEGORIES", "ANES96_CATEGORIES"):
+        assert isinstance(declared[name], ast.Dict), f"{name} must be a literal codebook, not computed"
+    rng = np.random.default_rng(0)
+    n = 300
+    X = pd.DataFrame({"colour": rng.choice(["red", "green", "blue"], n), "x": rng.normal(size=n)})
+    y = ((X["colour"] == "red").to_numpy() ^ (rng.random(n) < 0.2)).astype(int)
+    c = categorical_search.cell("tiny", {"colour": ["blue", "green", "red"]}, X, y, 1.0, seeds=1)
+    lines = categorical_search.table([c]).strip().splitlines()
+    assert len(lines) == 2 + len(categorical_search.ENTRIES)
+    assert all(line.count("|") == lines[0].count("|") for line in lines)
+    assert c["scores"]["pipeline"]["epsilon"] == pytest.approx([1.0], rel=1e-4)
