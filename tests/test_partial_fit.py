@@ -25,7 +25,7 @@ from sklearn.utils.estimator_checks import (
     check_param_validation,
 )
 
-import skdpsco._noise as core
+import skdpsco._noise as noise_draws
 from skdpsco import (
     DPHingeSVM,
     DPHuberRegressor,
@@ -60,7 +60,7 @@ def test_each_leaf_is_in_depth_released_nodes_and_each_prefix_sums_its_binary_de
         released.append(noise)
         return noise
 
-    monkeypatch.setattr(core, "release_noise", recording)
+    monkeypatch.setattr(noise_draws, "release_noise", recording)
     prefix = tree.TreeNoisePrefix((1,), 1.0, n_leaves, np.random.default_rng(0))
     nodes, leaves = [], np.arange(1, n_leaves + 1, dtype=float)
     for t in range(1, n_leaves + 1):
@@ -95,8 +95,8 @@ def test_the_noise_of_every_released_prefix_has_the_planned_variance(weakened, m
     at each of 12 prefixes have variance ``popcount(t) sigma**2``. Its power: the same test on
     noise of half the planned standard deviation fails at every prefix."""
     if weakened:
-        drawn = core.gaussian_noise
-        monkeypatch.setattr(core, "gaussian_noise", lambda rng, std, shape: drawn(rng, std / 2.0, shape))
+        drawn = noise_draws.gaussian_noise
+        monkeypatch.setattr(noise_draws, "gaussian_noise", lambda rng, std, shape: drawn(rng, std / 2.0, shape))
     sigma, n_leaves = 3.0, 12
     prefix = tree.TreeNoisePrefix((4000,), sigma, n_leaves, np.random.default_rng(1))
     verdicts = [prefix_noise_consistent(prefix.add(np.zeros(4000)), tree.prefix_terms(t) * sigma**2)
@@ -149,13 +149,13 @@ def test_one_charge_for_the_stream_at_the_first_call_with_the_planned_noise(esti
     release whose ``depth * tasks`` compositions meet (epsilon, delta) exactly, computed here
     from the Gaussian curve, not from the library's plan."""
     scales = []
-    release = core.release_noise
+    release = noise_draws.release_noise
 
     def recording(value, scale, rng, draw=None):
         scales.append(float(scale))
         return release(value, scale, rng, draw)
 
-    monkeypatch.setattr(core, "release_noise", recording)
+    monkeypatch.setattr(noise_draws, "release_noise", recording)
     X, y = binary_data(3000)
     if n_classes == 3:
         y = np.digitize(X[:, 0], np.quantile(X[:, 0], [1 / 3, 2 / 3]))
