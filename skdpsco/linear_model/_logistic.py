@@ -188,12 +188,11 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         standardised rows are clipped to, in ``fit`` and in prediction (``None`` without feature
         scaling). ``coef_`` and ``intercept_`` hold the model folded back to the units of ``X``,
         exact on the rows the second clip leaves alone. A scale is never below the public floor
-        ``sqrt(4 sigma) C_c`` (``sigma`` the standard deviation of the noise on a second moment,
-        ``C_c`` the clip of the centred rows; ``ScalingPlan.variance_floor``): a feature whose
-        released variance is not significantly above its noise (a rare indicator) is
-        standardised by the floor's scale, so its coefficient is shrunk towards 0, at most
-        ``radius_ / (feature_scales_ * floor_scale * C)``, instead of being blown up by a scale
-        read from noise (user guide, "Feature scaling inside fit").
+        ``sqrt(sigma) C_c`` (``sigma`` the standard deviation of the noise on a second moment,
+        ``C_c`` the clip of the centred rows; ``ScalingPlan.variance_floor``), so a coefficient is
+        at most ``radius_ / (feature_scales_ * floor_scale * C)``; the coefficient of a feature
+        whose variance the noise cannot resolve (a rare indicator) is noisy (user guide,
+        "Feature scaling inside fit": rare columns).
     radius_ : float
         The radius of the domain actually used (``radius``, or the default rule's).
     data_norm_ : float

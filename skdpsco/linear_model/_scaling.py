@@ -144,25 +144,20 @@ row has ``E ||z||**2 = d``, so ``C`` is its typical norm, and dividing by ``C`` 
 of norm at most 1, the scale its defaults assume. Public; chosen with :data:`SCALING_SHARE`."""
 
 
-VARIANCE_THRESHOLD = MAGNITUDE_THRESHOLD
+VARIANCE_THRESHOLD = 1.0
 """A feature's released variance is floored at this many standard deviations of its noise
-(:attr:`ScalingPlan.variance_floor`), the significance rule of the magnitudes: a variance of pure
-noise exceeds it with probability about ``3e-5``. The coefficient of a feature is the trained one
-divided by its scale (:func:`fold_scaling`), and the solver's noise on it with it; a scale read
-from a variance the noise cannot resolve (a one-hot level in a few rows: about ``p (1 - p)``, near
-the noise) multiplies that noise by up to ``1 / sqrt(floor)``. With the floor at the significance
-level, a feature whose released variance is not significantly above its noise is standardised
-by the floor's scale, larger than its own: its coefficient is shrunk towards 0 rather than blown
-up, ``|coef_j| <= |w_j| / (s_j sqrt(floor) C)`` for the trained ``w_j`` (``s_j`` its
-``feature_scales_``). A feature whose released variance is above the floor is standardised by
-it, as before. Measured on a 0.8 % one-hot level of 6000 rows at epsilon 1 (10 seeds; the
-non-private ``StandardScaler`` + ``LogisticRegression`` coefficient -0.84): the floor at one
-standard deviation gave coefficients from -15 to 6.7 in 9 seeds, this one from -10 to 3.4, median
-distance to the non-private one 2.3 -> 1.4 (the tenth seed's order of magnitude passed the
-magnitudes' threshold on noise, :func:`release_magnitudes`: -7.7e5 and -5.3e5); held-out AUC on ``benchmarks/real.py``'s sets (10 splits, epsilon
-1 and 3, raw rows) no worse (``breast_cancer`` / ``digits_binary`` +0.005 / +0.007 at epsilon 1,
-diabetes' RMSE -3 %, digits' accuracy +0.008 at epsilon 3, the others within one paired standard
-error but ``anes96`` at epsilon 3, -0.0004; ``benchmarks/results/rare_column.md``). Public."""
+(:attr:`ScalingPlan.variance_floor`). The coefficient of a feature is the trained one divided by
+its scale (:func:`fold_scaling`), and the solver's noise on it with it; a scale read from a
+variance the noise cannot resolve (a one-hot level in a few rows: about ``p (1 - p)``, near the
+noise) multiplies that noise by up to ``1 / sqrt(floor)``: ``|coef_j| <= |w_j| / (s_j sqrt(floor)
+C)`` for the trained ``w_j`` (``s_j`` its ``feature_scales_``). A higher floor shrinks such a
+coefficient towards 0 and costs accuracy at small epsilon, where many features' variances sit near
+their noise (``benchmarks/results/rare_column.md``, 6 seeds, floor 4 against this one: a 0.8 %
+one-hot level of 6000 rows at epsilon 1, median distance to the non-private coefficient -0.84
+from 2.1 to 1.3, its coefficients still from -10 to 3.4; held-out AUC of ``digits_binary`` at
+epsilon 0.5 -0.02 and accuracy of ``digits`` -0.03, of ``breast_cancer`` -0.05 (30 splits); at
+epsilon 1 and 3 within +0.008 of this one). No floor makes a rare level's coefficient meaningful
+at these sizes, so the floor stays at one standard deviation. Public."""
 
 
 def laplace_moments_sensitivity(n_features: int) -> float:
