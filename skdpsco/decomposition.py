@@ -135,16 +135,16 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CarriesDefaultLed
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features)
+    components_ : ndarray of shape (``n_components_``, n_features)
         Unit eigenvectors of the private covariance, by decreasing eigenvalue, each signed so
         that its largest entry in absolute value is positive.
-    explained_variance_ : ndarray of shape (n_components_,)
+    explained_variance_ : ndarray of shape (``n_components_``,)
         Their eigenvalues, clipped at 0 (the noise can make an eigenvalue negative).
-    explained_variance_ratio_ : ndarray of shape (n_components_,)
+    explained_variance_ratio_ : ndarray of shape (``n_components_``,)
         ``explained_variance_`` over the sum of **all** ``n_features`` eigenvalues clipped at 0:
         the private total variance, at least the noisy trace (the clipped negative eigenvalues
         are the difference), so the ratios sum to at most 1.
-    singular_values_ : ndarray of shape (n_components_,)
+    singular_values_ : ndarray of shape (``n_components_``,)
         ``sqrt((n - 1) explained_variance_)``, as ``PCA`` relates them.
     mean_ : ndarray of shape (n_features,)
         The private mean (zeros with ``centering='none'``).
@@ -349,7 +349,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CarriesDefaultLed
 
         Returns
         -------
-        ndarray of shape (n_samples, n_components_)
+        ndarray of shape (n_samples, ``n_components_``)
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
@@ -362,7 +362,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CarriesDefaultLed
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_components_)
+        X : array-like of shape (n_samples, ``n_components_``)
 
         Returns
         -------
