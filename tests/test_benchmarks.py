@@ -218,3 +218,15 @@ def test_categorical_search_declares_its_categories_and_fills_the_table():
     assert len(lines) == 2 + len(categorical_search.ENTRIES)
     assert all(line.count("|") == lines[0].count("|") for line in lines)
     assert c["scores"]["pipeline"]["epsilon"] == pytest.approx([1.0], rel=1e-4)
+
+
+def test_cli_samples_write_the_guides_files(tmp_path):
+    from benchmarks import cli_samples
+
+    cli_samples.write(tmp_path)
+    houses = (tmp_path / "houses.csv").read_text().splitlines()
+    sales = (tmp_path / "sales.csv").read_text().splitlines()
+    assert houses[0] == "area,rooms,city,heating,price" and sales[0] == "area,rooms,city,heating,sold"
+    assert len(houses) == len(sales) == 2001
+    cities = {line.split(",")[2] for line in houses[1:]}
+    assert cities == set(cli_samples.CITIES)  # the categories the guide's command declares
