@@ -158,9 +158,9 @@ def loss_derivatives(rows: np.ndarray, targets: np.ndarray, w: np.ndarray, loss:
 
     def add(parts) -> None:
         for part_gradient, part_total in parts:  # in the order of the blocks
-            gradient.__iadd__(part_gradient)
+            np.add(gradient, part_gradient, out=gradient)
             if hessian:
-                total.__iadd__(part_total)
+                np.add(total, part_total, out=total)
 
     starts = range(0, n_rows, BLOCK_ROWS)
     if len(starts) <= 1 or THREADS == 1:
