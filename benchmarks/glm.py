@@ -30,7 +30,6 @@ import time
 import warnings
 
 import numpy as np
-from sklearn import datasets
 from sklearn.linear_model import HuberRegressor, PoissonRegressor, QuantileRegressor
 from sklearn.metrics import mean_absolute_error, mean_pinball_loss, mean_poisson_deviance, mean_squared_error
 from sklearn.model_selection import train_test_split

@@ -51,12 +51,11 @@ import numpy as np
 
 from skdpsco import _noise
 from skdpsco.accounting import FailureProbabilityDpEvent, PrivacyAccountant
-from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss, MultinomialLogisticLoss
+from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss
 from skdpsco.smoothing import smooth
 from skdpsco.solvers import ALGORITHMS, Problem, _core
 from skdpsco.solvers.growth import EpochGrowth, Localization
 from skdpsco.solvers.holder import OutputPerturbationSGD
-from skdpsco.solvers.pnsgd import PNSGD
 from skdpsco.solvers.snowball import noise_every
 
 TOLERANCE = 1e-9
