@@ -280,8 +280,9 @@ def dask_fit(path: Path, rows: int | None = None) -> dict:
     record = dict(fit_s=elapsed, algorithm=model.algorithm_, passes=passes, pass_s=elapsed / passes,
                   timed_passes=timed, client_peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   epsilon=float(model.epsilon_), rows=int(X.shape[0]))
-    if rows is not None:
-        memory = DPLogisticRegression(accountant=PrivacyAccountant(), **params).fit(X.compute(), y.compute())
+    if rows is not None:  # the algorithm the Dask fit ran: 'auto' weighs in-memory work otherwise
+        memory = DPLogisticRegression(accountant=PrivacyAccountant(), **{**params, "algorithm": model.algorithm_})
+        memory.fit(X.compute(), y.compute())
         record.update(max_coef_difference=float(np.max(np.abs(memory.coef_ - model.coef_))),
                       max_intercept_difference=float(np.max(np.abs(memory.intercept_ - model.intercept_))),
                       same_event=bool(memory.dp_event_ == model.dp_event_))
