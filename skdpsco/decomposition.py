@@ -305,7 +305,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CarriesDefaultLed
                 sums = noisy_release(rows.sum(axis=0) / bound, mean_noise, rng, sensitivity=sensitivity)
                 mean = sums * bound / n_samples
                 rows = clip_rows(np.subtract(rows, mean, out=rows), bound, out=rows)
-            return rows / bound, mean, np.full(n_features, bound)
+            return np.divide(rows, bound, out=rows), mean, np.full(n_features, bound)  # rows is fit's copy of X
         divisor = 1.0
         if row_bound is None:
             passes = _scaling.feature_passes(clip_rows(X, scaling.data_norm, out=X), n_features)
