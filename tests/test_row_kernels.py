@@ -108,12 +108,29 @@ def test_standardise_matches_the_reference(seed, n, d, intercept):
     assert (np.linalg.norm(rows[:, :d], axis=1) <= 1.0 + 1e-15).all()
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 40), d=st.integers(1, 9), intercept=st.booleans(),
+       bound=st.sampled_from([1e-3, 1.0, 1e6]))
+def test_divide_clip_and_standardise_is_the_two_passes_bit_for_bit(seed, n, d, intercept, bound):
+    rows = _table(seed, n, d, intercept)
+    rng = np.random.default_rng(seed)
+    scales = 2.0 ** rng.integers(-40, 40, size=d)
+    mean, scale = rng.normal(size=d) * bound, rng.uniform(0.1, 5.0, size=d) * bound
+    expected = rows.copy()
+    fused.divide_clip_and_sum(expected, d, scales, bound)
+    fused.standardise(expected, d, mean, scale, np.sqrt(d))
+    fused.divide_clip_and_standardise(rows, d, scales, bound, mean, scale, np.sqrt(d))
+    np.testing.assert_array_equal(rows, expected)  # the intercept column too: left alone by both
+
+
 def test_kernels_refuse_rows_with_too_few_columns():
     rows = np.zeros((3, 2))
     with pytest.raises(ValueError, match="d=3"):
         fused.divide_clip_and_sum(rows, 3, np.ones(3), 1.0)
     with pytest.raises(ValueError, match="d=3"):
         fused.magnitude_counts(rows, 3, RANGE)
+    with pytest.raises(ValueError, match="d=3"):
+        fused.divide_clip_and_standardise(rows, 3, np.ones(3), 1.0, np.zeros(3), np.ones(3), 1.0)
 
 
 def test_fused_layout_is_c_contiguous_float64():

@@ -352,3 +352,98 @@ def test_rare_indicator_coefficient_is_bounded_through_the_floor(seed):
     assert np.all(scale >= math.sqrt(floor))
     bound = model.radius_ / (model.feature_scales_ * math.sqrt(floor) * clip_norm)
     assert np.all(np.abs(model.coef_[0]) <= bound * (1 + 1e-9))
+
+
+def test_moment_rows_grow_with_the_noise_and_never_exceed_n():
+    assert scaling.moment_rows(10**7, 1.0, False) == scaling.MOMENT_ROWS
+    assert scaling.moment_rows(1000, 1.0, False) == 1000
+    many = math.ceil(500.0 / scaling.MOMENT_NOISE)
+    assert scaling.moment_rows(10**9, 500.0, False) == many
+    assert scaling.moment_rows(10**9, 500.0, True) == math.ceil(math.sqrt(2.0) * 500.0 / scaling.MOMENT_NOISE)
+    plan = scaling.plan_scaling(10**7, 3, None, gaussian_mu=0.3, subsample_moments=True)
+    assert plan.moment_rows == scaling.moment_rows(10**7, plan.noise_scale, False) < plan.n_samples
+    assert scaling.plan_scaling(10**7, 3, None, gaussian_mu=0.3).moment_rows == 10**7
+    # the noise per moment is that of its rows: the variance floor is planned on them
+    assert plan.moment_noise_std == pytest.approx(plan.noise_scale / plan.moment_rows)
+
+
+def test_a_fit_of_many_rows_releases_the_moments_of_its_first_rows_with_the_same_event(monkeypatch):
+    """White-box: with ``m`` moment rows of ``n``, the released sums are those of ``m`` rows (two
+    kinds of rows: a whole number of each, about half of ``m``), the solver reads every row
+    standardised (the first ``m`` by the standardisation pass, the rest gathered divided, clipped
+    and standardised), and the fit's event is the one without subsampling."""
+    X = np.tile([3.0, -200.0, 0.01], (3000, 1))
+    X[::2] = [0.5, -150.0, 0.03]  # two kinds of rows, alternating: a prefix of the random order holds both
+    y = np.arange(3000) % 2
+    seen, calls = [], []
+
+    def observe(value, scale, rng, draw=None):
+        seen.append(np.array(value))
+        return np.zeros(np.shape(value))
+
+    def counting(name):
+        original = getattr(fused_rows, name)
+
+        def run(rows, *args):  # the rows a pass reads: the block, or the order of the gather
+            calls.append((name, len(args[0]) if name == "gather_standardised" else rows.shape[0]))
+            return original(rows, *args)
+        return run
+
+    model = DPLogisticRegression(epsilon=3.0, classes=[0, 1], random_state=0)
+    whole = model.fit(X, y)
+    whole_event, whole_rows = whole.dp_event_, whole.n_iter_
+    monkeypatch.setattr(scaling, "MOMENT_ROWS", 1000)
+    monkeypatch.setattr(scaling, "MOMENT_NOISE", 1e9)
+    monkeypatch.setattr(scaling, "release_noise", observe)
+    for name in ("standardise", "divide_clip_and_standardise", "divide_clip_and_sum", "gather_standardised",
+                 "magnitude_counts"):
+        monkeypatch.setattr(fused_rows, name, counting(name))
+    subsampled = DPLogisticRegression(epsilon=3.0, classes=[0, 1], random_state=0).fit(X, y)
+    # the gather counted the first rows' magnitudes, copied the others once the scale was known
+    assert sorted(calls) == [("divide_clip_and_sum", 1000), ("gather_standardised", 2000), ("standardise", 1000)]
+    assert str(subsampled.dp_event_) == str(whole_event) and subsampled.n_iter_ == whole_rows
+    _, sums, squares = seen  # magnitudes, then the moments
+    divided = X[:2] / subsampled.feature_scales_
+    divided *= np.minimum(1.0, subsampled.row_norm_ / np.linalg.norm(divided, axis=1, keepdims=True))
+    kinds = (sums * subsampled.row_norm_ - 1000 * divided[1]) / (divided[0] - divided[1])
+    np.testing.assert_allclose(kinds, np.round(kinds[0]), atol=1e-6)  # a whole number of rows of the first kind ...
+    assert 400 < kinds[0] < 600  # ... of the 1000, about half
+
+
+@pytest.fixture
+def few_moment_rows(monkeypatch):
+    """Moments of the first 500 rows whatever the budget."""
+    monkeypatch.setattr(scaling, "MOMENT_ROWS", 500)
+    monkeypatch.setattr(scaling, "MOMENT_NOISE", 1e9)
+
+
+@pytest.mark.parametrize("data_norm", [None, 3e3])
+def test_rows_gathered_after_the_releases_give_the_model_of_rows_gathered_before(few_moment_rows, data_norm):
+    """A C-contiguous ``X`` copies its other rows scaled once the releases are known; any other
+    layout copies every row first and scales them in place: the same mechanism, the same model
+    (bit for bit with the orders of magnitude; with a public bound, the two copies' clips may
+    round the last bit differently)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 4)) * [1.0, 1e3, 1e-3, 10.0]
+    y = (X[:, 0] + X[:, 1] / 1e3 > 0).astype(int)
+    fits = [DPLogisticRegression(epsilon=2.0, classes=[0, 1], random_state=3, data_norm=data_norm).fit(rows, y)
+            for rows in (X, np.asfortranarray(X))]
+    if data_norm is None:
+        np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+        np.testing.assert_array_equal(fits[0].intercept_, fits[1].intercept_)
+    else:
+        np.testing.assert_allclose(fits[0].coef_, fits[1].coef_, rtol=1e-12)
+    np.testing.assert_array_equal(fits[0].feature_scales_, fits[1].feature_scales_)
+    assert str(fits[0].dp_event_) == str(fits[1].dp_event_)
+
+
+def test_a_non_finite_row_among_those_gathered_late_is_refused_before_the_charge(few_moment_rows, monkeypatch):
+    X = np.random.default_rng(0).normal(size=(2000, 3))
+    X[1234, 2] = np.nan  # not among the first 500 rows of this seed's order: the check of X finds it
+    counted = []
+    original = fused_rows.count_non_finite
+    monkeypatch.setattr(fused_rows, "count_non_finite", lambda rows: counted.append(original(rows)) or counted[-1])
+    accountant = PrivacyAccountant()
+    with pytest.raises(ValueError, match="NaN"):
+        DPLogisticRegression(classes=[0, 1], accountant=accountant, random_state=0).fit(X, np.arange(2000) % 2)
+    assert counted == [1] and not accountant.history

@@ -48,6 +48,7 @@ from ..solvers._core import (
     is_dask,
     with_constant_column,
 )
+from .. import rows as fused_rows
 from . import _bounds, _scaling
 
 
@@ -492,7 +493,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         rng = _generator(self.random_state, self.secure_noise)
         secure = is_secure(rng)  # secure mode: grid releases, their events as zCDP (:mod:`skdpsco._secure`)
         # public: a function of n, d and the budget (read by :attr:`_releases_row_bound`)
-        self._resolves_magnitudes = self._magnitudes_resolvable(n_samples, n_features, secure)
+        self._resolves_magnitudes = self._magnitudes_resolvable(n_samples, n_features, secure, not dask_input)
         # One array for the clipped rows and the intercept column (peak memory one copy of X),
         # filled in a uniformly random order drawn here, before any budget is charged: the
         # solvers that read the rows in a random order (``shuffles_rows``) are given that order
@@ -503,7 +504,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         row_bound = self._releases_row_bound
         fill = self._solver_data_norm if self.fit_intercept else None
         bound = np.inf if data_norm is None else data_norm
-        counted = None  # the histograms of the orders of magnitude, when the copy counted them
+        counted = pending = None  # the histograms of the orders of magnitude, when the copy counted them
         if dask_input:  # a lazy map of the row blocks, read in the order of its blocks
             rows = clip_rows(X, bound)
             # the one-pass solvers read the blocks in a uniformly random order, the rows of each in
@@ -513,13 +514,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             order = _dask.stream_order(X.chunks[0], order_rng)
         else:
             order = order_rng.permutation(n_samples)
-            # the scaling's orders of magnitude, counted as the rows are copied (a public choice:
-            # released when there is no public bound and no private row bound)
-            counting = self._scales_features and data_norm is None and not row_bound
-            gathered = clipped_rows_in_order(X, order, bound, fill=None if late_intercept else fill,
-                                             magnitude_range=_scaling.MAGNITUDE_RANGE if counting else None)
-            rows, counted = gathered if counting else (gathered, None)
-            del gathered
+            rows, counted, pending = self._gathered(X, order, bound, None if late_intercept else fill, row_bound, secure)
             targets = targets[order]
         del X
         tasks = self._tasks(targets)
@@ -573,7 +568,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         with_releases = self._scales_features or row_bound or self._private_target_bound
         as_zcdp = secure and (with_releases or getattr(solver, "grid_releases", False))
         bounds = self._plan_bounds(n_samples, row_bound, as_zcdp)
-        scaling = self._plan_scaling(n_samples, n_features, row_bound, as_zcdp)
+        # in memory the moments read the first rows of the fit's random order; a Dask fit reads its blocks
+        scaling = self._plan_scaling(n_samples, n_features, row_bound, as_zcdp, subsample_moments=not dask_input)
         releases = [plan.dp_event for plan in bounds.values()] + ([] if scaling is None else [scaling.dp_event])
         if as_zcdp:
             releases = [secure_event(release) for release in releases]
@@ -615,7 +611,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
                                                      fallback_cap=_bounds.FALLBACK_CAP)
             tasks = [_bounds.scale_targets(task, target_scale, target_centre) for task in tasks]
         # every read of the rows before the solver goes through their passes (fused in memory)
-        passes, sums = _scaling.feature_passes(rows, n_features, counted), None
+        passes, sums = _scaling.feature_passes(rows, n_features, counted, pending), None
         if "rows" in bounds:
             feature_scales, sums = self._divide_by_row_bound(passes, bounds["rows"], row_rng)
             row_norm = _bounds.SCALED_BOUND
@@ -883,6 +879,38 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             share += _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if magnitudes else 0.0)
         return share
 
+    def _gathered(self, X, order: np.ndarray, bound: float, fill: float | None, row_bound: bool, secure: bool) -> tuple:
+        """``(rows, counts, pending)``: the fit's copy of the in-memory rows ``X[order]`` clipped to
+        ``bound`` (:func:`~skdpsco.solvers._core.clipped_rows_in_order`), with the histograms of
+        the orders of magnitude the scaling releases (``None`` when it does not, or when the
+        gather did not count them), before anything is charged. Every row is checked finite.
+
+        With the feature scaling, the releases read only the first
+        :attr:`~._scaling.ScalingPlan.moment_rows` ``m`` rows of the order. When ``X`` is what the
+        compiled kernels read and ``m < n`` (public: the layout, ``n`` and the plan), only those are
+        copied now; the others are read once ``X`` is checked finite, and ``pending = (X, order[m:],
+        bound, fill)`` says so: they are gathered already scaled once the releases are known
+        (:meth:`~._scaling._FusedPasses.standardise`), one pass over them instead of a copy and a
+        rewrite. Else ``pending`` is ``None``."""
+        n_samples, n_features = X.shape
+        counting = self._scales_features and self._data_norm is None and not row_bound
+        magnitude_range = _scaling.MAGNITUDE_RANGE if counting else None
+        m = n_samples
+        if self._scales_features:
+            m = self._plan_scaling(n_samples, n_features, row_bound, secure, subsample_moments=True).moment_rows
+        if not (m < n_samples and not row_bound and fused_rows.fused_layout(X)):
+            gathered = clipped_rows_in_order(X, order, bound, fill=fill,
+                                             magnitude_range=magnitude_range if m == n_samples else None)
+            rows, counts = gathered if counting and m == n_samples else (gathered, None)
+            return rows, counts, None
+        rows = np.empty((n_samples, n_features + (fill is not None)))
+        gathered = clipped_rows_in_order(X, order[:m], bound, fill=fill, magnitude_range=magnitude_range,
+                                         out=rows[:m])
+        counts = gathered[1] if counting else None
+        if fused_rows.count_non_finite(X):
+            _refuse_non_finite()
+        return rows, counts, (X, order[m:], bound, fill)
+
     def _divide_by_row_bound(self, passes, plan, rng: np.random.Generator) -> tuple:
         """Release a power of two ``s`` above most row norms (:func:`~._bounds.release_bound`),
         divide the features by it and clip the rows to :data:`~._bounds.SCALED_BOUND`, through
@@ -904,7 +932,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             if self._centres_targets:
                 self.y_centre_ = float(target_centre)
 
-    def _magnitudes_resolvable(self, n_samples: int, n_features: int, secure: bool) -> bool:
+    def _magnitudes_resolvable(self, n_samples: int, n_features: int, secure: bool, subsample_moments: bool) -> bool:
         """Whether the per-feature orders of magnitude can be released at this size and budget
         (:attr:`~._scaling.ScalingPlan.resolves_magnitudes`: ``n`` above the count a window needs
         to be significant). Below it every feature's order would be read from noise, and a
@@ -916,25 +944,29 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         9, within one paired standard error; ``benchmarks/results/low_signal_validation.md``)."""
         if not (self._scales_features and self.data_norm is None):
             return True
-        return self._plan_scaling(n_samples, n_features, False, as_zcdp=secure).resolves_magnitudes
+        plan = self._plan_scaling(n_samples, n_features, False, as_zcdp=secure, subsample_moments=subsample_moments)
+        return plan.resolves_magnitudes
 
-    def _plan_scaling(self, n_samples: int, n_features: int, row_bound: bool = False, as_zcdp: bool = False):
+    def _plan_scaling(self, n_samples: int, n_features: int, row_bound: bool = False, as_zcdp: bool = False,
+                      subsample_moments: bool = False):
         """The plan of the scaling release (:mod:`._scaling`), or ``None`` without scaling: a
         share :data:`~._scaling.SCALING_SHARE` of the fit's ``mu**2`` (``delta > 0``; ``mu`` of
         the one Gaussian release that meets (epsilon, delta)) or of its ``epsilon`` (``delta =
         0``), plus :data:`~._scaling.MAGNITUDE_SHARE` for the orders of magnitude when there is
         no public ``data_norm`` and no private row bound (``row_bound``: the rows are then
-        bounded by :data:`~._bounds.SCALED_BOUND`)."""
+        bounded by :data:`~._bounds.SCALED_BOUND`). ``subsample_moments``: the moments are computed
+        over the first :func:`~._scaling.moment_rows` rows of the fit's random order."""
         if not self._scales_features:
             return None
         bound = _bounds.SCALED_BOUND if row_bound else self._data_norm
         share = _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if bound is None else 0.0)
         centred = bool(self.fit_intercept)
         if self._delta_for(n_samples) == 0.0:
-            return _scaling.plan_scaling(n_samples, n_features, bound, pure_epsilon=share * float(self.epsilon),
-                                         centred=centred)
-        mu = self._budget_mu(n_samples, as_zcdp)
-        return _scaling.plan_scaling(n_samples, n_features, bound, gaussian_mu=math.sqrt(share) * mu, centred=centred)
+            budget = {"pure_epsilon": share * float(self.epsilon)}
+        else:
+            budget = {"gaussian_mu": math.sqrt(share) * self._budget_mu(n_samples, as_zcdp)}
+        return _scaling.plan_scaling(n_samples, n_features, bound, centred=centred, subsample_moments=subsample_moments,
+                                     **budget)
 
     def _task_epsilon_guess(self, n_samples: int, n_tasks: int, releases_share: float, as_zcdp: bool = False) -> float:
         """The per-task epsilon if every release is Gaussian: the epsilon of one task's share of
@@ -953,13 +985,18 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         (the model stays a linear map through the origin), as ``StandardScaler(with_mean=False)``
         does. Returns ``(feature_scales, mean, scale, C)``, the last three for
         :meth:`_fold_scaling`."""
-        feature_scales = np.ones(scaling.n_features)
+        feature_scales, undivided = np.ones(scaling.n_features), None
+        head = passes.head(scaling.moment_rows)  # the rows the moments are computed over
         if scaling.magnitude_noise is not None:
             magnitude_rng, rng = rng.spawn(2)
-            feature_scales = _scaling.release_magnitudes(passes, scaling, magnitude_rng)
-            sums = passes.divide_and_clip(feature_scales, scaling.data_norm)
-        mean, scale = _scaling.release_moments(passes, scaling, rng, sums)
-        passes.standardise(mean, scale, scaling.clip_norm)
+            feature_scales = _scaling.release_magnitudes(head, scaling, magnitude_rng)
+            sums = head.divide_and_clip(feature_scales, scaling.data_norm)
+            # the other rows are divided and clipped as they are standardised, in one pass
+            undivided = (scaling.moment_rows, feature_scales, scaling.data_norm)
+        elif scaling.moment_rows < scaling.n_samples:
+            sums = None  # an earlier pass summed all rows
+        mean, scale = _scaling.release_moments(head, scaling, rng, sums)
+        passes.standardise(mean, scale, scaling.clip_norm, undivided)
         return feature_scales, mean, scale, scaling.clip_norm
 
     def _fold_scaling(self, feature_scales: np.ndarray, standardisation, target_scale: float,

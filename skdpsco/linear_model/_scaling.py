@@ -26,6 +26,11 @@ The data flow of one scaled fit (``BaseDPLinearModel._fit_steps``):
    model is exactly the trained one, and prediction applies steps 1 and 3 to its rows
    (``standardisation_``), so the model is the trained one on every row.
 
+Steps 0 and 2 read the first :func:`moment_rows` rows of the fit's uniformly random order (all
+of them up to ``2**16`` rows, more at small budgets): beyond those, more rows would buy little
+accuracy of the scale and cost reads of every row. The rest are read once, and scaled as they are
+copied (:class:`_FusedPasses`).
+
 The releases of steps 0 and 2 and the solver's event compose into the fit's one event; the
 shares of the budget the releases get are :data:`MAGNITUDE_SHARE` and :data:`SCALING_SHARE`.
 Everything here depends on the rows only through those releases: the noise, the floors and the norms are public functions of ``n``, ``d``,
@@ -160,6 +165,32 @@ epsilon 1 and 3 within +0.008 of this one). No floor makes a rare level's coeffi
 at these sizes, so the floor stays at one standard deviation. Public."""
 
 
+MOMENT_ROWS = 2**16
+"""The least number of rows the moments are computed over (:func:`moment_rows`)."""
+
+MOMENT_NOISE = 1e-3
+"""The moments of a fit of many rows are computed over enough of them that the noise on each
+released second moment has standard deviation at most this, in units of ``C**2``
+(:func:`moment_rows`)."""
+
+
+def moment_rows(n_samples: int, noise_scale: float, laplace: bool) -> int:
+    """How many rows a fit computes the moments over: the first ``m`` of its uniformly random
+    order, ``m = min(n, max(MOMENT_ROWS, noise_std / MOMENT_NOISE))`` with ``noise_std`` the
+    standard deviation of the noise on each sum (public: ``n`` and the budget).
+
+    The moments only set the standardisation, which the solver's own noise makes coarse anyway;
+    beyond ``m`` rows their errors are small (the noise on a second moment at most
+    :data:`MOMENT_NOISE` ``C**2``, the sampling error below ``sqrt(2 / MOMENT_ROWS)``, 0.6 %, of a
+    feature's variance), while every row more costs two more reads of a row. The sums over a subset
+    drawn by public randomness, independently of the rows, have at most the sensitivities of the
+    sums over all rows (:func:`moment_sensitivities`), so the releases' events are unchanged
+    (no amplification by subsampling is claimed). Measured in ``benchmarks/results/engine.md``
+    (time) and ``benchmarks/results/moment_rows.md`` (accuracy)."""
+    noise_std = noise_scale * (math.sqrt(2.0) if laplace else 1.0)
+    return int(min(n_samples, max(MOMENT_ROWS, math.ceil(noise_std / MOMENT_NOISE))))
+
+
 def laplace_moments_sensitivity(n_features: int) -> float:
     """Sum of the two Laplace releases' ``l1``-sensitivities (:func:`moment_sensitivities`),
     ``2 sqrt(d) + 2``: both get Laplace noise of scale ``(2 sqrt(d) + 2) / epsilon_s`` per
@@ -192,6 +223,9 @@ class ScalingPlan:
     magnitude_noise : float or None
         Standard deviation (Gaussian) or scale (Laplace) of the noise on each count of the
         magnitude histogram (step 0), ``None`` when ``data_norm`` is public.
+    moment_rows : int or None
+        The moments are computed over the first ``moment_rows`` rows of the fit's random order
+        (:func:`moment_rows`); ``None``: over all ``n_samples``.
     """
 
     n_samples: int
@@ -202,6 +236,11 @@ class ScalingPlan:
     dp_event: dp_accounting.DpEvent
     magnitude_noise: float | None = None
     centred: bool = True
+    moment_rows: int | None = None
+
+    def __post_init__(self):
+        if self.moment_rows is None:
+            object.__setattr__(self, "moment_rows", self.n_samples)
 
     @property
     def centred_norm(self) -> float:
@@ -212,7 +251,7 @@ class ScalingPlan:
     @property
     def moment_noise_std(self) -> float:
         """Standard deviation of the noise on one second moment, in units of ``C**2``."""
-        return self.noise_scale * (math.sqrt(2.0) if self.laplace else 1.0) / self.n_samples
+        return self.noise_scale * (math.sqrt(2.0) if self.laplace else 1.0) / self.moment_rows
 
     @property
     def variance_floor(self) -> float:
@@ -232,12 +271,13 @@ class ScalingPlan:
 
     @property
     def resolves_magnitudes(self) -> bool:
-        """Whether the magnitudes release can resolve any feature's order at all: a window holds
-        at most ``n`` counts (one entry per row), so with ``n`` at or below
+        """Whether the magnitudes release can resolve any feature's order at all: the histograms
+        count the rows the moments are computed over, so a window holds at most
+        :attr:`moment_rows` counts (one entry per row), and with that at or below
         :attr:`magnitude_threshold` no window is significant but by its noise, and every
         feature's order is the fallback of :func:`release_magnitudes`, read from noise. A public
         function of ``n``, ``d`` and the budget."""
-        return self.magnitude_noise is not None and self.n_samples > self.magnitude_threshold
+        return self.magnitude_noise is not None and self.moment_rows > self.magnitude_threshold
 
     @property
     def clip_norm(self) -> float:
@@ -340,7 +380,8 @@ def magnitude_sensitivity(n_features: int, laplace: bool) -> float:
 
 
 def plan_scaling(n_samples: int, n_features: int, data_norm: float | None, *, gaussian_mu: float | None = None,
-                 pure_epsilon: float | None = None, centred: bool = True) -> ScalingPlan:
+                 pure_epsilon: float | None = None, centred: bool = True,
+                 subsample_moments: bool = False) -> ScalingPlan:
     """Plan the releases for their share of the budget: ``gaussian_mu`` (``mu``-GDP, ``delta >
     0``) or ``pure_epsilon`` (``delta = 0``); exactly one of them. With ``data_norm=None`` the
     share is split between the magnitudes (:data:`MAGNITUDE_SHARE`) and the moments
@@ -371,7 +412,8 @@ def plan_scaling(n_samples: int, n_features: int, data_norm: float | None, *, ga
             events.append(gaussian_event(magnitude_noise, magnitude_sensitivity(n_features, False)))
         events += [gaussian_event(noise, s) for s in sensitivities]
     event = events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
-    return ScalingPlan(int(n_samples), int(n_features), bound, noise, laplace, event, magnitude_noise, centred)
+    rows = moment_rows(n_samples, noise, laplace) if subsample_moments else None
+    return ScalingPlan(int(n_samples), int(n_features), bound, noise, laplace, event, magnitude_noise, centred, rows)
 
 
 def release_magnitudes(X, plan: ScalingPlan, rng: np.random.Generator) -> np.ndarray:
@@ -409,9 +451,9 @@ def release_magnitudes(X, plan: ScalingPlan, rng: np.random.Generator) -> np.nda
 
 def release_moments(rows, plan: ScalingPlan, rng: np.random.Generator,
                     sums: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Noisy per-feature mean and scale of ``rows`` (clipped to ``plan.data_norm``; the rows or
-    their :func:`feature_passes`), from their column ``sums`` when the pass that clipped them
-    computed those.
+    """Noisy per-feature mean and scale of the first ``plan.moment_rows`` of ``rows`` (clipped to
+    ``plan.data_norm``; the rows or their :func:`feature_passes`), from their column ``sums`` when
+    the pass that clipped them computed those.
 
     Two releases through :func:`skdpsco._secure.noisy_release` (when ``plan.centred``; the
     second alone otherwise, with a zero mean), on a grid with discrete noise in secure mode:
@@ -430,8 +472,8 @@ def release_moments(rows, plan: ScalingPlan, rng: np.random.Generator,
     -------
     mean, scale : ndarray of shape (n_features,)
     """
-    d, n = plan.n_features, plan.n_samples
-    passes = feature_passes(rows, d)
+    d, n = plan.n_features, plan.moment_rows
+    passes = feature_passes(rows, d).head(n)
     mean_sensitivity, second_sensitivity = moment_sensitivities(d, plan.laplace)
     mean = np.zeros(d)
     if plan.centred:
@@ -453,12 +495,26 @@ class _FusedPasses:
     C-contiguous float64 array, the ``n_features`` features first): the fused kernels of
     :mod:`skdpsco.rows`, one pass each, the rows rewritten in place."""
 
-    def __init__(self, rows: np.ndarray, n_features: int, magnitude_counts: np.ndarray | None = None):
+    def __init__(self, rows: np.ndarray, n_features: int, magnitude_counts: np.ndarray | None = None, pending=None):
         self.rows, self.n_features = rows, int(n_features)
         self.counted = magnitude_counts  # the histograms the gather counted as it copied the rows
+        # (X, order, bound, fill): the last len(order) rows are still to be gathered from X[order]
+        # (clipped to bound), scaled, by :meth:`standardise`; the histograms are of the others
+        self.pending = pending
 
     def row_norms(self) -> np.ndarray:
         return row_norms(self.rows[:, :self.n_features])
+
+    def head(self, n_rows: int) -> "_FusedPasses":
+        """The passes over the first ``n_rows`` rows (a view: in place on these rows); with rows
+        pending, the rows gathered (the histograms the gather counted are theirs)."""
+        if self.pending is not None:
+            return _FusedPasses(self.rows[:self._gathered_rows], self.n_features, self.counted)
+        return self if n_rows >= self.rows.shape[0] else _FusedPasses(self.rows[:n_rows], self.n_features)
+
+    @property
+    def _gathered_rows(self) -> int:
+        return self.rows.shape[0] - (0 if self.pending is None else len(self.pending[1]))
 
     def magnitude_counts(self) -> np.ndarray:
         if self.counted is not None:
@@ -476,8 +532,21 @@ class _FusedPasses:
     def centred_square_sums(self, mean: np.ndarray, clip: float) -> np.ndarray:
         return fused_rows.centred_square_sums(self.rows, self.n_features, mean, clip)
 
-    def standardise(self, mean: np.ndarray, scale: np.ndarray, clip_norm: float) -> None:
-        fused_rows.standardise(self.rows, self.n_features, mean, scale, clip_norm)
+    def standardise(self, mean: np.ndarray, scale: np.ndarray, clip_norm: float, undivided=None) -> None:
+        """Standardise the rows in place; ``undivided = (start, scales, bound)``: the rows from
+        ``start`` on are first divided and clipped (:meth:`divide_and_clip`), in the same pass.
+        Pending rows are gathered so, divided by ``scales`` (by 1 without ``undivided``) and
+        clipped to ``bound`` (their gather's bound without)."""
+        start = self._gathered_rows if undivided is None else undivided[0]
+        fused_rows.standardise(self.rows[:start], self.n_features, mean, scale, clip_norm)
+        if self.pending is not None:
+            X, order, bound, fill = self.pending
+            divisors = (np.ones(self.n_features), bound) if undivided is None else undivided[1:]
+            fused_rows.gather_standardised(X, order, self.rows[start:], *divisors, mean, scale, clip_norm, fill)
+            self.pending = None
+        elif start < self.rows.shape[0]:
+            fused_rows.divide_clip_and_standardise(self.rows[start:], self.n_features, *undivided[1:], mean, scale,
+                                                   clip_norm)
 
 
 class _ReferencePasses:
@@ -499,6 +568,10 @@ class _ReferencePasses:
     def row_norms(self) -> np.ndarray:
         return row_norms(self.features)
 
+    def head(self, n_rows: int) -> "_ReferencePasses":
+        """The passes over the first ``n_rows`` rows (of an in-memory array: a view, in place)."""
+        return self if n_rows >= self.rows.shape[0] else _ReferencePasses(self.rows[:n_rows], self.n_features)
+
     def magnitude_counts(self) -> np.ndarray:
         return magnitude_counts(self.features)
 
@@ -514,24 +587,27 @@ class _ReferencePasses:
     def centred_square_sums(self, mean: np.ndarray, clip: float) -> np.ndarray:
         return centred_square_sums(self.features, mean, clip)
 
-    def standardise(self, mean: np.ndarray, scale: np.ndarray, clip_norm: float) -> None:
+    def standardise(self, mean: np.ndarray, scale: np.ndarray, clip_norm: float, undivided=None) -> None:
+        """As :meth:`_FusedPasses.standardise` (``undivided`` only for in-memory rows)."""
+        if undivided is not None and undivided[0] < self.rows.shape[0]:
+            _ReferencePasses(self.rows[undivided[0]:], self.n_features).divide_and_clip(*undivided[1:])
         if self.in_memory:
             standardise_rows(self.features, mean, scale, clip_norm)
         else:
             self._replace(standardised(self.features, mean, scale, clip_norm))
 
 
-def feature_passes(rows, n_features: int, magnitude_counts: np.ndarray | None = None):
+def feature_passes(rows, n_features: int, magnitude_counts: np.ndarray | None = None, pending=None):
     """The passes of the scaling and of the private row bound over ``rows``, whose first
     ``n_features`` columns are the features: the fused kernels for a fit's in-memory array, the
     reference functions for any other layout (the one place the scaling branches on the layout
     of the rows). ``magnitude_counts``: the histograms of the rows' orders of magnitude when the
     pass that copied them counted them (:func:`~skdpsco.solvers._core.clipped_rows_in_order`).
-    Passes given are returned as they are."""
+    ``pending``: rows still to be gathered (:class:`_FusedPasses`). Passes given are returned as they are."""
     if isinstance(rows, (_FusedPasses, _ReferencePasses)):
         return rows
     if fused_rows.fused_layout(rows):
-        return _FusedPasses(rows, n_features, magnitude_counts)
+        return _FusedPasses(rows, n_features, magnitude_counts, pending)
     return _ReferencePasses(rows, n_features)
 
 

@@ -13,6 +13,10 @@ allows, each one compiled kernel over blocks of :data:`BLOCK_ROWS` consecutive r
    (:func:`centred_square_sums`), which the rows are only read for;
 4. released scale, then in place: the standardisation and its clip (:func:`standardise`).
 
+Steps 2 and 3 read only the first rows of the fit's random order, as many as the moments are
+computed over (:attr:`skdpsco.linear_model._scaling.ScalingPlan.moment_rows`); the rest are divided,
+clipped and standardised in step 4's one pass (:func:`divide_clip_and_standardise`).
+
 The Newton method's passes read the standardised rows through :func:`loss_derivatives`: each
 row's margin, loss derivative and Hessian factor in one read of the row.
 
@@ -34,8 +38,11 @@ __all__ = [
     "BLOCK_ROWS",
     "THREADS",
     "centred_square_sums",
+    "count_non_finite",
+    "divide_clip_and_standardise",
     "divide_clip_and_sum",
     "fused_layout",
+    "gather_standardised",
     "loss_derivatives",
     "magnitude_counts",
     "standardise",
@@ -56,11 +63,12 @@ def fused_layout(rows) -> bool:
 def _over_blocks(kernel, rows: np.ndarray, *args) -> list:
     """``[kernel(block, *args) for block in blocks of rows]``, in the order of the blocks, over
     :data:`THREADS` threads."""
-    starts = range(0, rows.shape[0], BLOCK_ROWS)
+    return _over_starts(lambda start: kernel(rows[start:start + BLOCK_ROWS], *args), rows.shape[0])
 
-    def run(start: int):
-        return kernel(rows[start:start + BLOCK_ROWS], *args)
 
+def _over_starts(run, n_rows: int) -> list:
+    """``[run(start) for start in range(0, n_rows, BLOCK_ROWS)]``, over :data:`THREADS` threads."""
+    starts = range(0, n_rows, BLOCK_ROWS)
     if len(starts) <= 1 or THREADS == 1:
         return [run(start) for start in starts]
     with ThreadPoolExecutor(max_workers=min(THREADS, len(starts))) as pool:
@@ -89,10 +97,14 @@ def divide_clip_and_sum(rows: np.ndarray, n_features: int, scales: np.ndarray, b
     """In place: the first ``n_features`` columns divided by the powers of two ``scales`` (without
     overflow, :func:`skdpsco.linear_model._scaling.divide_by_powers_of_two`), each row clipped to
     ``l2`` norm ``bound``; returns the column sums of the result. One pass."""
-    exponents = np.rint(np.log2(scales)).astype(np.int64)
-    factors = np.ldexp(1.0, -exponents)
-    parts = _over_blocks(_blocks.divide_clip_and_sum, rows, int(n_features), exponents, factors, float(bound))
+    parts = _over_blocks(_blocks.divide_clip_and_sum, rows, int(n_features), *_powers_of_two(scales), float(bound))
     return _block_sum(parts, n_features)
+
+
+def _powers_of_two(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(e, 2.0**-e)`` for the powers of two ``scales = 2**e``: the kernels' divisors."""
+    exponents = np.rint(np.log2(scales)).astype(np.int64)
+    return exponents, np.ldexp(1.0, -exponents)
 
 
 def centred_square_sums(rows: np.ndarray, n_features: int, mean: np.ndarray, clip: float) -> np.ndarray:
@@ -109,6 +121,41 @@ def standardise(rows: np.ndarray, n_features: int, mean: np.ndarray, scale: np.n
     mean = np.ascontiguousarray(mean, dtype=np.float64)
     scale = np.ascontiguousarray(scale, dtype=np.float64)
     _over_blocks(_blocks.standardise, rows, int(n_features), mean, scale, float(clip_norm))
+
+
+def divide_clip_and_standardise(rows: np.ndarray, n_features: int, scales: np.ndarray, bound: float,
+                                mean: np.ndarray, scale: np.ndarray, clip_norm: float) -> None:
+    """In place: :func:`divide_clip_and_sum` then :func:`standardise`, in one pass (each row is
+    divided, clipped and standardised while it is in cache; the same values as the two passes)."""
+    mean = np.ascontiguousarray(mean, dtype=np.float64)
+    scale = np.ascontiguousarray(scale, dtype=np.float64)
+    _over_blocks(_blocks.divide_clip_and_standardise, rows, int(n_features), *_powers_of_two(scales), float(bound),
+                 mean, scale, float(clip_norm))
+
+
+def gather_standardised(X: np.ndarray, order: np.ndarray, out: np.ndarray, scales: np.ndarray, bound: float,
+                        mean: np.ndarray, scale: np.ndarray, clip_norm: float, fill: float | None) -> None:
+    """``out`` = the rows ``X[order]`` (C-contiguous float64, finite) divided by the powers of two
+    ``scales``, clipped to ``bound`` and standardised, as :func:`divide_clip_and_standardise` leaves
+    them, with a last column of ``fill`` when given: one read of each row of ``X`` in ``order``
+    and one write of ``out``, in blocks of the order over :data:`THREADS` threads."""
+    order = np.ascontiguousarray(order, dtype=np.intp)
+    mean = np.ascontiguousarray(mean, dtype=np.float64)
+    scale = np.ascontiguousarray(scale, dtype=np.float64)
+    exponents, factors = _powers_of_two(scales)
+
+    def run(start: int) -> None:
+        block = slice(start, start + BLOCK_ROWS)
+        _blocks.gather_standardised(X, order[block], out[block], exponents, factors, float(bound), mean, scale,
+                                    float(clip_norm), 0.0 if fill is None else float(fill))
+
+    _over_starts(run, order.size)
+
+
+def count_non_finite(X: np.ndarray) -> int:
+    """The number of NaN or infinite entries of a C-contiguous float64 ``X``: one read, in blocks
+    over :data:`THREADS` threads."""
+    return int(sum(_over_blocks(_blocks.count_non_finite, X)))
 
 
 LOGISTIC_LOSS = _blocks.LOGISTIC_LOSS

@@ -23,6 +23,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 
 from .._orders cimport count_row_orders
+from .._prefetch cimport prefetch_row
 from .._vectors cimport dot
 
 import numpy as np
@@ -65,23 +66,69 @@ def magnitude_counts(const double[:, ::1] rows, Py_ssize_t d, int magnitude_rang
     return counts_array
 
 
-def divide_clip_and_sum(double[:, ::1] rows, Py_ssize_t d, const int64_t[::1] exponents, const double[::1] factors,
-                        double bound):
-    """In place, each row's first ``d`` entries ``x_j / 2**e_j`` (``factors = 2.0**-exponents``: a
-    product by a power of two, exact but where it underflows), the row then clipped to ``l2`` norm at most ``bound``; returns the block's column sums
-    of the result (shape ``(d,)``).
+cdef inline void _divide_and_clip_row(const double *row, double *target, double *buffer, Py_ssize_t d,
+                                      const int64_t *exponents, const double *factors, double bound) noexcept nogil:
+    """``target`` (which may be ``row``): the row's first ``d`` entries ``x_j / 2**e_j``
+    (``factors = 2.0**-exponents``), clipped to ``l2`` norm at most ``bound`` (``buffer``: ``d``
+    doubles of scratch).
 
     A row whose quotient would overflow is divided by a further power of two first, the same for
     all its entries (its direction is kept), so that its largest entry is about
-    ``2**OVERFLOW_SAFE_EXPONENT``: :func:`skdpsco.linear_model._scaling.divide_by_powers_of_two`.
-    """
-    cdef Py_ssize_t n = rows.shape[0], i, j
+    ``2**OVERFLOW_SAFE_EXPONENT``: :func:`skdpsco.linear_model._scaling.divide_by_powers_of_two`."""
+    cdef Py_ssize_t j
     cdef double factor, top, t
-    cdef double *row
     cdef int64_t extra
-    cdef bint overflow
+    cdef bint overflow = False
+    for j in range(d):
+        buffer[j] = row[j] * factors[j]
+        if not isfinite(buffer[j]):
+            overflow = True
+    if overflow:
+        top = -1e308
+        for j in range(d):
+            if row[j] != 0.0:
+                t = log2(fabs(row[j])) - exponents[j]
+                if t > top:
+                    top = t
+        extra = <int64_t> ceil(top) - OVERFLOW_SAFE_EXPONENT
+        for j in range(d):
+            buffer[j] = ldexp(row[j], <int> (-exponents[j] - extra))
+    factor = _shrink_factor(buffer, d, bound)
+    for j in range(d):
+        target[j] = factor * buffer[j]
+
+
+cdef inline void _standardise_row(double *row, Py_ssize_t d, const double *mean, const double *scale,
+                                  double clip_norm) noexcept nogil:
+    """In place: ``z = (x - mean) / scale`` over the row's first ``d`` entries, then ``z / max(||z||, C)``."""
+    cdef Py_ssize_t j
+    cdef double norm
+    for j in range(d):
+        row[j] = (row[j] - mean[j]) / scale[j]
+    norm = sqrt(dot(row, row, d))
+    norm = 1.0 / (norm if norm > clip_norm else clip_norm)
+    for j in range(d):
+        row[j] *= norm
+
+
+cdef _check_division(double[:, ::1] rows, Py_ssize_t d, const int64_t[::1] exponents, const double[::1] factors):
     if rows.shape[1] < d or exponents.shape[0] != d or factors.shape[0] != d:
         raise ValueError(f"rows need at least d={d} columns, exponents and factors d entries.")
+
+
+cdef _check_standardisation(double[:, ::1] rows, Py_ssize_t d, const double[::1] mean, const double[::1] scale):
+    if rows.shape[1] < d or mean.shape[0] != d or scale.shape[0] != d:
+        raise ValueError(f"rows need at least d={d} columns, mean and scale d entries.")
+
+
+def divide_clip_and_sum(double[:, ::1] rows, Py_ssize_t d, const int64_t[::1] exponents, const double[::1] factors,
+                        double bound):
+    """In place, each row's first ``d`` entries divided by ``2**exponents`` and the row clipped to
+    ``l2`` norm at most ``bound`` (:func:`_divide_and_clip_row`); returns the block's column sums of
+    the result (shape ``(d,)``)."""
+    cdef Py_ssize_t n = rows.shape[0], i, j
+    cdef double *row
+    _check_division(rows, d, exponents, factors)
     sums_array = np.zeros(d)
     cdef double[::1] sums = sums_array
     cdef double[::1] buffer = np.empty(max(d, 1))  # the row's quotient, before its clip
@@ -90,26 +137,29 @@ def divide_clip_and_sum(double[:, ::1] rows, Py_ssize_t d, const int64_t[::1] ex
     with nogil:
         for i in range(n):
             row = &rows[i, 0]
-            overflow = False
+            _divide_and_clip_row(row, row, &buffer[0], d, &exponents[0], &factors[0], bound)
             for j in range(d):
-                buffer[j] = row[j] * factors[j]
-                if not isfinite(buffer[j]):
-                    overflow = True
-            if overflow:
-                top = -1e308
-                for j in range(d):
-                    if row[j] != 0.0:
-                        t = log2(fabs(row[j])) - exponents[j]
-                        if t > top:
-                            top = t
-                extra = <int64_t> ceil(top) - OVERFLOW_SAFE_EXPONENT
-                for j in range(d):
-                    buffer[j] = ldexp(row[j], <int> (-exponents[j] - extra))
-            factor = _shrink_factor(&buffer[0], d, bound)
-            for j in range(d):
-                row[j] = factor * buffer[j]
                 sums[j] += row[j]
     return sums_array
+
+
+def divide_clip_and_standardise(double[:, ::1] rows, Py_ssize_t d, const int64_t[::1] exponents,
+                                const double[::1] factors, double bound, const double[::1] mean,
+                                const double[::1] scale, double clip_norm):
+    """In place, each row as :func:`divide_clip_and_sum` leaves it, then as :func:`standardise`
+    leaves that: the two maps in one read of the row, the same arithmetic."""
+    cdef Py_ssize_t n = rows.shape[0], i
+    cdef double *row
+    _check_division(rows, d, exponents, factors)
+    _check_standardisation(rows, d, mean, scale)
+    cdef double[::1] buffer = np.empty(max(d, 1))
+    if n == 0 or d == 0:
+        return
+    with nogil:
+        for i in range(n):
+            row = &rows[i, 0]
+            _divide_and_clip_row(row, row, &buffer[0], d, &exponents[0], &factors[0], bound)
+            _standardise_row(row, d, &mean[0], &scale[0], clip_norm)
 
 
 def centred_square_sums(const double[:, ::1] rows, Py_ssize_t d, const double[::1] mean, double clip):
@@ -135,25 +185,55 @@ def centred_square_sums(const double[:, ::1] rows, Py_ssize_t d, const double[::
     return squares_array
 
 
-def standardise(double[:, ::1] rows, Py_ssize_t d, const double[::1] mean, const double[::1] scale, double clip_norm):
-    """In place, each row's first ``d`` entries ``z = (x - mean) / scale`` then ``z / max(||z||,
-    C)`` (:func:`skdpsco.linear_model._scaling.standardise_rows`: every row's norm at most 1)."""
-    cdef Py_ssize_t n = rows.shape[0], i, j
-    cdef double norm
-    cdef double *row
-    if rows.shape[1] < d or mean.shape[0] != d or scale.shape[0] != d:
-        raise ValueError(f"rows need at least d={d} columns, mean and scale d entries.")
+def gather_standardised(const double[:, ::1] X, const Py_ssize_t[::1] order, double[:, ::1] out,
+                        const int64_t[::1] exponents, const double[::1] factors, double bound,
+                        const double[::1] mean, const double[::1] scale, double clip_norm, double fill):
+    """``out[i, :d]`` = the row ``X[order[i]]`` divided by ``2**exponents``, clipped to ``bound`` and
+    standardised (:func:`divide_clip_and_standardise`: the same arithmetic), ``out[i, d:] = fill``
+    (an intercept column): the gather of a fit's rows once the releases that set their scale are
+    known, each row read once (prefetched, as the order is random) and written once. ``X``'s rows
+    are finite (:func:`count_non_finite` refused the others before); ``order`` indexes them."""
+    cdef Py_ssize_t n = order.shape[0], d = X.shape[1], p = out.shape[1], i, j
+    cdef const double *Xp = &X[0, 0] if X.shape[0] > 0 else NULL
+    cdef double *target
+    if out.shape[0] != n or p < d or exponents.shape[0] != d or factors.shape[0] != d:
+        raise ValueError(f"out must have {n} rows and at least d={d} columns, exponents and factors d entries.")
+    _check_standardisation(out, d, mean, scale)
+    cdef double[::1] buffer = np.empty(max(d, 1))
     if n == 0 or d == 0:
         return
     with nogil:
         for i in range(n):
-            row = &rows[i, 0]
+            prefetch_row(Xp, d, &order[0], i, n)
+            target = &out[i, 0]
+            _divide_and_clip_row(Xp + order[i] * d, target, &buffer[0], d, &exponents[0], &factors[0], bound)
+            _standardise_row(target, d, &mean[0], &scale[0], clip_norm)
+            for j in range(d, p):
+                target[j] = fill
+
+
+def count_non_finite(const double[:, ::1] rows):
+    """The number of NaN or infinite entries of the block (one read)."""
+    cdef Py_ssize_t n = rows.shape[0], d = rows.shape[1], i, j, count = 0
+    if n == 0 or d == 0:
+        return 0
+    with nogil:
+        for i in range(n):
             for j in range(d):
-                row[j] = (row[j] - mean[j]) / scale[j]
-            norm = sqrt(dot(row, row, d))
-            norm = 1.0 / (norm if norm > clip_norm else clip_norm)
-            for j in range(d):
-                row[j] *= norm
+                count += not isfinite(rows[i, j])
+    return count
+
+
+def standardise(double[:, ::1] rows, Py_ssize_t d, const double[::1] mean, const double[::1] scale, double clip_norm):
+    """In place, each row's first ``d`` entries ``z = (x - mean) / scale`` then ``z / max(||z||,
+    C)`` (:func:`skdpsco.linear_model._scaling.standardise_rows`: every row's norm at most 1)."""
+    cdef Py_ssize_t n = rows.shape[0], i
+    _check_standardisation(rows, d, mean, scale)
+    if n == 0 or d == 0:
+        return
+    with nogil:
+        for i in range(n):
+            _standardise_row(&rows[i, 0], d, &mean[0], &scale[0], clip_norm)
 
 
 cdef enum:

@@ -31,6 +31,7 @@ from scipy import sparse
 
 from .. import _noise
 from ..losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss, QHingeLoss, SquaredHingeLoss, WeightedLoss
+from ..rows import fused_layout
 from ..smoothing import GaussianSmoothedLoss
 from . import _kernel
 
@@ -272,7 +273,7 @@ a random order is bound by memory latency, which threads overlap (the kernel rel
 
 
 def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fill: float | None = None,
-                          magnitude_range: int | None = None):
+                          magnitude_range: int | None = None, out: np.ndarray | None = None):
     """The rows ``X[order]`` clipped to ``l2`` norm at most ``max_norm`` (:func:`clip_rows`), with a
     last column of ``fill`` when given (the intercept column), in one new array.
 
@@ -291,6 +292,7 @@ def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fil
     histograms of the binary orders of magnitude of the copied rows' entries
     (:func:`skdpsco.rows.magnitude_counts`, as floats), counted by the compiled gather while each
     row is in cache, or ``None`` where the rows take another path (the caller counts them then).
+    ``out``: a C-contiguous float64 array of the result's shape to write into (dense ``X`` only).
     """
     order = np.asarray(order)
     if order.ndim != 1 or (order.size and (order.min() < 0 or order.max() >= X.shape[0])):
@@ -301,7 +303,10 @@ def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fil
         rows = rows if fill is None else with_constant_column(rows, fill)
         return rows if magnitude_range is None else (rows, None)
     n_features = X.shape[1]
-    out = np.empty((order.size, n_features + (fill is not None)))
+    if out is None:
+        out = np.empty((order.size, n_features + (fill is not None)))
+    elif out.shape != (order.size, n_features + (fill is not None)) or not fused_layout(out):
+        raise ValueError(f"out must be a C-contiguous float64 array of shape {(order.size, n_features + (fill is not None))}.")
     if isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.c_contiguous:
         order = np.ascontiguousarray(order, dtype=np.intp)  # the kernel reads it as a C array
 

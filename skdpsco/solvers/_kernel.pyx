@@ -31,19 +31,10 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
 from .._orders cimport count_row_orders
+from .._prefetch cimport prefetch_row as _prefetch_row
 from .._vectors cimport dot as _dot
 
 import numpy as np
-
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define SKDPSCO_PREFETCH(p) __builtin_prefetch((const void *)(p), 0, 3)
-    #else
-    #define SKDPSCO_PREFETCH(p) ((void)(p))
-    #endif
-    """
-    void SKDPSCO_PREFETCH(const void *p) nogil
 
 # Loss codes: the derivative phi'(z, y) of each loss, the same formula as its ``derivative``.
 cdef enum LossCode:
@@ -67,7 +58,6 @@ LOSS_CODES = {
 """Loss name -> code understood by :func:`run_steps`."""
 
 cdef double _SQRT_HALF = 0.70710678118654752440
-cdef Py_ssize_t PREFETCH_ROWS = 8  # rows ahead, about 1 us: hides the memory latency of a random row
 
 
 
@@ -83,17 +73,6 @@ cdef inline void _scale(double c, double *w, Py_ssize_t p) noexcept nogil:
     cdef Py_ssize_t j
     for j in range(p):
         w[j] *= c
-
-
-cdef inline void _prefetch_row(const double *X, Py_ssize_t p, const Py_ssize_t *order,
-                               Py_ssize_t position, Py_ssize_t n_order) noexcept nogil:
-    """Ask the cache for the row read ``PREFETCH_ROWS`` rows from now."""
-    cdef Py_ssize_t line
-    cdef const double *row
-    if position + PREFETCH_ROWS < n_order:
-        row = X + order[position + PREFETCH_ROWS] * p
-        for line in range(0, p, 8):
-            SKDPSCO_PREFETCH(row + line)
 
 
 cdef inline double _ndtr(double t) noexcept nogil:
