@@ -403,3 +403,28 @@ def test_a_refusal_prints_enough_digits_to_show_the_excess():
         charge(ledger, gaussian_event(4.0 * (1 - 1e-9), 1.0))
     projected, shown_budget = re.search(r"to (\S+) at delta.*budget epsilon=(\S+)\.", str(refusal.value)).groups()
     assert float(projected) > float(shown_budget) and projected != shown_budget
+
+
+# -- remembered conversions of compositions ----------------------------------------------------------
+
+def test_a_composition_is_converted_once_per_value_and_delta(monkeypatch):
+    """Equal compositions (new objects, the same values) are converted once; a composition that
+    differs in one value, or another delta, is converted anew; an unhashable leaf is never
+    remembered."""
+    from skdpsco.accounting import _conversion
+
+    calls = []
+    original = _conversion._epsilon_of
+    monkeypatch.setattr(_conversion, "_epsilon_of", lambda event, delta: calls.append(event) or original(event, delta))
+
+    def composed(noise):
+        inner = dp_accounting.ComposedDpEvent([dp_accounting.GaussianDpEvent(noise), dp_accounting.GaussianDpEvent(3.0)])
+        return dp_accounting.ComposedDpEvent([dp_accounting.SelfComposedDpEvent(inner, 4),
+                                              dp_accounting.GaussianDpEvent(2.0)])
+
+    first = epsilon_of(composed(1.2345678), 1e-6)
+    assert epsilon_of(composed(1.2345678), 1e-6) == first and len(calls) == 1
+    assert epsilon_of(composed(1.2345679), 1e-6) < first and len(calls) == 2
+    epsilon_of(composed(1.2345678), 1e-7)
+    assert len(calls) == 3
+    assert _conversion._event_key(dp_accounting.ComposedDpEvent([dp_accounting.GaussianDpEvent(1.0), []])) is None

@@ -450,19 +450,52 @@ def epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
 
     Notes
     -----
-    A hashable event (every event but a composition, which holds a list) is converted once per
-    ``(event, delta)`` and remembered: a fit's event is a function of its public plan, and a
-    dense-grid RDP conversion costs milliseconds, more than a small fit. Inside a composition,
+    An event is converted once per ``(event, delta)`` and remembered (a composition by the
+    values of its events, :func:`_event_key`): a fit's event is a function of its public plan, a
+    dense-grid RDP conversion costs milliseconds, more than a small fit, and a fit calibrates its
+    noise by a dozen conversions of compositions, the same ones at every fit of the same plan. Inside a composition,
     the RDP of each numerically evaluated leaf (randomized response, sampled Gaussians, private
     selection) is remembered per order grid, to the last bit dp-accounting's
     (:class:`_RememberingRdpAccountant`).
     """
     _check_delta(delta)
+    key = _event_key(event)
+    if key is None:
+        return _epsilon_of(event, float(delta))
+    return _remembered_epsilon_of(_KeyedEvent(event, key), float(delta))
+
+
+def _event_key(event: dp_accounting.DpEvent):
+    """A hashable value equal for two events exactly when their values are (compositions by the
+    keys of their events, in order; any other event by itself, as its class compares it), or
+    ``None`` for an event that is not hashable."""
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        keys = tuple(_event_key(part) for part in event.events)
+        return None if any(key is None for key in keys) else ("composed", keys)
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        inner = _event_key(event.event)
+        return None if inner is None else ("self-composed", inner, event.count)
     try:
         hash(event)
     except TypeError:
-        return _epsilon_of(event, float(delta))
-    return _remembered_epsilon_of(event, float(delta))
+        return None
+    return event
+
+
+class _KeyedEvent:
+    """An event with its :func:`_event_key`, hashed and compared by the key (the key of
+    :func:`_remembered_epsilon_of`)."""
+
+    __slots__ = ("event", "key")
+
+    def __init__(self, event: dp_accounting.DpEvent, key) -> None:
+        self.event, self.key = event, key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _KeyedEvent) and self.key == other.key
 
 
 def _epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
@@ -502,8 +535,10 @@ def _epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
     return _checked_minimum({"mixture": _mixture_epsilon(precision, responses, delta, lower)}, lower, event)
 
 
-_remembered_epsilon_of = lru_cache(maxsize=1024)(_epsilon_of)
-""":func:`_epsilon_of` of hashable events, remembered (:func:`epsilon_of`, Notes)."""
+@lru_cache(maxsize=4096)
+def _remembered_epsilon_of(keyed: _KeyedEvent, delta: float) -> float:
+    """:func:`_epsilon_of` of an event with a key, remembered (:func:`epsilon_of`, Notes)."""
+    return _epsilon_of(keyed.event, delta)
 
 
 def _is_binary_randomized_response(event: dp_accounting.DpEvent) -> bool:
