@@ -262,9 +262,10 @@ def _refuse_non_finite():
 ROW_BLOCK = 4096
 """Rows per block of the numpy reference of :func:`clipped_rows_in_order` (bounds its temporary)."""
 
-GATHER_BLOCK = 65536
+GATHER_BLOCK = 16384
 """Rows per block of the compiled gather of :func:`clipped_rows_in_order`, the unit of work of its
-threads."""
+threads (small enough that the first rows of a fit, which the scaling's releases read, are
+gathered by every thread too; the result does not depend on it)."""
 
 GATHER_THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 """Threads of the compiled gather: the CPUs this process may run on (at most 8). Reading rows in
