@@ -570,6 +570,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         bounds = self._plan_bounds(n_samples, row_bound, as_zcdp)
         # in memory the moments read the first rows of the fit's random order; a Dask fit reads its blocks
         scaling = self._plan_scaling(n_samples, n_features, row_bound, as_zcdp, subsample_moments=not dask_input)
+        if pending is not None and scaling.moment_rows != n_samples - len(pending[1]):  # one plan, both places
+            raise RuntimeError("The rows gathered for the scaling's releases are not the plan's moment_rows.")
         releases = [plan.dp_event for plan in bounds.values()] + ([] if scaling is None else [scaling.dp_event])
         if as_zcdp:
             releases = [secure_event(release) for release in releases]
