@@ -54,12 +54,14 @@ def rare_table(n: int, rng: np.random.Generator):
 
 VARIANTS = {
     "default": {},
-    "former orders": {"MAGNITUDE_MARGIN": 2 * _scaling.MAGNITUDE_RANGE},
+    "former rules": {"MAGNITUDE_MARGIN": 2 * _scaling.MAGNITUDE_RANGE, "RELATIVE_SCALE_FLOOR": 0.0},
+    "no relative floor": {"RELATIVE_SCALE_FLOOR": 0.0},
     "floor 4": {"VARIANCE_THRESHOLD": 4.0},
 }
 """The rules compared, as values of :mod:`skdpsco.linear_model._scaling`'s constants: the defaults;
-``former orders``, every order significant at ``MAGNITUDE_THRESHOLD`` kept however far below the
-median (the margin out of reach: the rule before ``MAGNITUDE_MARGIN``); ``floor 4``, the released
+``former rules``, every order significant at ``MAGNITUDE_THRESHOLD`` kept however far below the
+median (the margin out of reach) and no ``RELATIVE_SCALE_FLOOR`` (the rules before both); ``no
+relative floor``, the defaults without ``RELATIVE_SCALE_FLOOR``; ``floor 4``, the released
 variances floored at four standard deviations of their noise instead of ``VARIANCE_THRESHOLD``."""
 
 

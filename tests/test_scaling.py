@@ -414,6 +414,19 @@ def test_variance_floor_is_applied_to_the_released_second_moment(monkeypatch):
     assert scale[0] == scale[1] == math.sqrt(floor)
 
 
+def test_with_released_orders_the_scale_is_at_least_a_sixteenth_of_the_order():
+    """With the orders of magnitude released the floor on a variance in the units of ``x / s`` is
+    at least ``RELATIVE_SCALE_FLOOR**2`` (the noise floor at 6000 rows and 6 features is far
+    below it); with a public ``data_norm`` there is no order to be relative to."""
+    released = scaling.plan_scaling(6000, 6, None, gaussian_mu=1.0)
+    noise_floor = scaling.VARIANCE_THRESHOLD * released.moment_noise_std * released.centred_norm**2
+    assert noise_floor < scaling.RELATIVE_SCALE_FLOOR**2 == released.variance_floor
+    public = scaling.plan_scaling(6000, 6, 1.0, gaussian_mu=1.0)
+    assert public.variance_floor == pytest.approx(
+        scaling.VARIANCE_THRESHOLD * public.moment_noise_std * public.centred_norm**2, rel=1e-12)
+    assert public.variance_floor < scaling.RELATIVE_SCALE_FLOOR**2
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_rare_indicator_coefficient_is_bounded_through_the_floor(seed):
     # The rare level's released variance is at the noise level; standardised by the floor's scale,
