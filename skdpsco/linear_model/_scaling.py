@@ -195,6 +195,7 @@ def magnitude_significance(n_features: int, laplace: bool) -> float:
     scale_units = optimize.brentq(lambda t: laplace_sum_survival(t, MAGNITUDE_WINDOW) - level, 0.0, 1e3)
     return scale_units / math.sqrt(2.0 * MAGNITUDE_WINDOW)  # a Laplace(b) sum of m terms has std b sqrt(2 m)
 
+
 ROW_NORM_FACTOR = 0.5
 """After the orders of magnitude, the rows ``x / s`` are clipped to ``B = ROW_NORM_FACTOR *
 sqrt(d)``: every feature is then about 1 or less in most rows, so ``sqrt(d)`` bounds a row whose
@@ -221,7 +222,9 @@ one-hot level of 6000 rows at epsilon 1, median distance to the non-private coef
 from 2.1 to 1.3, its coefficients still from -10 to 3.4; held-out AUC of ``digits_binary`` at
 epsilon 0.5 -0.02 and accuracy of ``digits`` -0.03, of ``breast_cancer`` -0.05 (30 splits); at
 epsilon 1 and 3 within +0.008 of this one). No floor makes a rare level's coefficient meaningful
-at these sizes, so the floor stays at one standard deviation. Public."""
+at these sizes, so the floor stays at one standard deviation. Where the orders of magnitude are
+released, :data:`RELATIVE_SCALE_FLOOR` bounds the scale from below as well, at no measured cost.
+Public."""
 
 
 RELATIVE_SCALE_FLOOR = 1.0 / 16.0
@@ -234,12 +237,12 @@ where that floor is far below ``1/16``: a one-hot level in ``p`` of the rows, wi
 about ``sqrt(p) / s``, is standardised to entries of up to ``1 / sqrt(p)``, far beyond the clip
 of the standardised rows, and its coefficient ``coef_j = w_j / (s_j scale_j C)`` is then at most
 ``16 |w_j| / (s_j C)``. On the 0.8 % level of ``benchmarks/results/rare_column.md`` (6000 rows,
-6 features, 30 seeds) the largest ``|coef_|`` at epsilon 0.5 / 1 / 3 went from 14.5 / 15.3 /
-36.7 to 5.8 / 5.7 / 12.9 and the median distance to the non-private -0.84 from 1.5 / 1.8 / 4.1
-to 0.84 / 0.84 / 1.4 (held-out AUC -0.002 / +0.000 / +0.001); on the benchmark sets of
-``benchmarks/real.py`` (epsilon 0.5 / 1 / 3, 10 splits, raw and ``Normalizer``) no cell moved by
-more than 0.001, on its validation sets by more than 0.007 (iris at epsilon 10, +- 0.006); a
-floor of ``1/8`` cost 0.007 of the synthetic AUC at epsilon 0.5. Where the noise floor is larger
+6 features, 10 seeds; the non-private coefficient -0.84) the largest ``|coef_|`` at epsilon 0.5 /
+1 / 3 went from 12.5 / 15.3 / 27.9 without it to 4.8 / 5.7 / 12.9 and the median distance from
+1.50 / 2.32 / 5.77 to 0.81 / 0.94 / 1.34 (held-out AUC -0.0002 / +0.0008 / +0.0012); on the
+benchmark sets there no cell moved by more than 0.001, nor with ``Normalizer`` (``benchmarks/real.py``,
+10 splits), and on its validation sets by at most 0.007 (iris at epsilon 10, +- 0.006); a floor of
+``1/8`` cost 0.007 of the synthetic AUC at epsilon 0.5. Where the noise floor is larger
 (``digits``: 64 features, 1257 rows) it changes nothing."""
 
 
