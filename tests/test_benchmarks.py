@@ -149,19 +149,20 @@ def test_low_signal_harness_pairs_both_paths_and_marks_the_switch():
     assert low_signal.verdict([below, above]).startswith("Cells where the default takes the row bound: 1;")
 
 
-def test_rare_column_harness_pairs_the_two_floors():
+def test_rare_column_harness_pairs_every_rule_with_the_default():
     from benchmarks import rare_column, real
 
     synthetic = rare_column.synthetic_cell(6000, 1.0, seeds=2)
-    default, one = synthetic[f"floor {rare_column._scaling.VARIANCE_THRESHOLD:g}"], synthetic["floor 4"]
-    assert abs(synthetic["reference"]) < 2.0 and len(default["coef"]) == len(one["coef"]) == 2
-    # the rare level's released variance lies between the floors: the floors give different models
-    assert not np.array_equal(default["coef"], one["coef"])
+    assert abs(synthetic["reference"]) < 2.0
+    assert all(len(synthetic[variant]["coef"]) == 2 for variant in rare_column.VARIANTS)
+    # the rare level's released variance lies below the relative floor: with and without it the models differ
+    assert not np.array_equal(synthetic["default"]["coef"], synthetic["no relative floor"]["coef"])
     wine = real.DATASETS["wine"]
     cell = rare_column.real_cell(wine, *wine.load(), 3.0, seeds=2)
-    low, high = cell["values"].values()
-    assert cell["paired"] == pytest.approx(np.mean(high - low)) and 0 <= cell["identical"] <= 2
-    assert len(rare_column.synthetic_table([synthetic]).splitlines()) == 4
+    default, floor = cell["values"]["default"], cell["values"]["floor 4"]
+    assert cell["paired"]["floor 4"][0] == pytest.approx(np.mean(floor - default))
+    assert cell["paired"]["default"] == (0.0, 0.0, 2)
+    assert len(rare_column.synthetic_table([synthetic]).splitlines()) == 2 + len(rare_column.VARIANTS)
     assert rare_column.real_table([cell]).splitlines()[2].startswith("| wine | accuracy | 3 |")
 
 

@@ -7,6 +7,7 @@ import math
 import dp_accounting
 import numpy as np
 import pytest
+from scipy import integrate, stats
 from sklearn.preprocessing import Normalizer
 
 import skdpsco.rows as fused_rows
@@ -293,6 +294,80 @@ def test_magnitudes_resolve_exactly_when_one_window_can_hold_a_significant_count
         np.testing.assert_array_equal(np.log2(scales), [-5.0, -5.0] if n > threshold else [0.0, 0.0])
 
 
+@pytest.mark.parametrize("t", [0.0, 0.7, 3.0, 12.0])
+def test_laplace_sum_survival_is_the_tail_of_the_convolution(t):
+    """The closed form against ``P(L_1 + L_2 > t) = exp(-t) (2 + t) / 4`` and, for three terms, the
+    numerical convolution of that tail with one more Laplace density."""
+    def two(u):
+        return math.exp(-u) * (2 + u) / 4 if u >= 0 else 1 - math.exp(u) * (2 - u) / 4
+
+    assert scaling.laplace_sum_survival(t, 1) == pytest.approx(math.exp(-t) / 2, rel=1e-12)
+    assert scaling.laplace_sum_survival(t, 2) == pytest.approx(two(t), rel=1e-12)
+    three = sum(integrate.quad(lambda x: 0.5 * math.exp(-abs(x)) * two(t - x), a, b, epsabs=1e-14)[0]
+                for a, b in ((-np.inf, 0.0), (0.0, t), (t, np.inf)))
+    assert scaling.laplace_sum_survival(t, 3) == pytest.approx(three, rel=1e-7)
+
+
+@pytest.mark.parametrize("laplace", [False, True])
+@pytest.mark.parametrize("n_features", [1, 6, 64])
+def test_magnitude_significance_is_the_union_bound_at_the_false_order_rate(laplace, n_features):
+    """The tail of a window's noise at the corrected threshold, summed over the ``d W`` windows of a
+    fit, is ``alpha``: the Gaussian tail, or that of a sum of ``MAGNITUDE_WINDOW`` Laplace variables
+    (standard deviation ``b sqrt(2 m)``). The threshold grows with ``d`` and exceeds the uncorrected one."""
+    z = scaling.magnitude_significance(n_features, laplace)
+    window = scaling.MAGNITUDE_WINDOW
+    tail = scaling.laplace_sum_survival(z * math.sqrt(2 * window), window) if laplace else stats.norm.sf(z)
+    assert n_features * scaling.MAGNITUDE_WINDOWS * tail == pytest.approx(scaling.MAGNITUDE_FALSE_ORDER_RATE, rel=1e-6)
+    assert scaling.magnitude_significance(2 * n_features, laplace) > z > scaling.MAGNITUDE_THRESHOLD
+
+
+def test_an_order_far_below_the_median_needs_the_corrected_threshold(monkeypatch):
+    """Without noise: five features at ``2**3`` (the median), and three whose windows hold a count
+    between the uncorrected and the corrected thresholds: at ``MAGNITUDE_MARGIN`` octaves below the
+    median the order is kept, one octave further it is the median; with a count above the
+    corrected threshold it is kept there too."""
+    _zero_noise(monkeypatch)
+    n, d, margin = 4000, 8, scaling.MAGNITUDE_MARGIN
+    plan = scaling.plan_scaling(n, d, None, gaussian_mu=1.0)
+    weak = int((plan.magnitude_threshold + plan.distant_magnitude_threshold) / 2)
+    assert plan.magnitude_threshold < weak < plan.distant_magnitude_threshold < n
+    X = np.zeros((n, d))
+    X[:, :5] = 8.0
+    X[:weak, 5] = 2.0 ** (3 - margin)
+    X[:weak, 6] = 2.0 ** (2 - margin)
+    X[:, 7] = 2.0 ** (2 - margin)
+    scales = scaling.release_magnitudes(X, plan, np.random.default_rng(0))
+    np.testing.assert_array_equal(np.log2(scales), [3.0] * 5 + [3 - margin, 3, 2 - margin])
+
+
+def _noise_orders_far_below(plan, counts, seeds, margin):
+    """Fits (seeds) in which an all-zero feature (features 2 on) gets an order more than ``margin``
+    octaves below the two resolved ones': only a window of pure noise that passes a threshold
+    does that."""
+    passes = scaling._FusedPasses(np.zeros((1, plan.n_features)), plan.n_features, counts)
+    orders = np.log2([scaling.release_magnitudes(passes, plan, np.random.default_rng(seed)) for seed in seeds])
+    return int(np.sum(orders[:, 2:].min(axis=1) < orders[:, :2].min(axis=1) - margin))
+
+
+def test_a_noise_window_sets_an_order_far_below_the_others_in_few_fits(monkeypatch):
+    """Two features with every entry at ``2**0`` (resolved) and 18 features of zeros, whose
+    histograms hold only noise: a zero feature falls back to at least the resolved order unless
+    one of its noise windows passes, and far below it only past the threshold corrected for the
+    ``20 * 79`` windows, in at most ``MAGNITUDE_FALSE_ORDER_RATE`` of the fits. Without the
+    correction (the margin out of reach) a noise window passes the 4 standard deviations in
+    about 3 % of the fits, below the others in most of them."""
+    n, d, fits = 2000, 20, 2000
+    plan = scaling.plan_scaling(n, d, None, gaussian_mu=1.0)
+    counts = np.zeros((d, 2 * scaling.MAGNITUDE_RANGE + 1))
+    counts[:2, scaling.MAGNITUDE_RANGE] = n
+    allowed = 8  # P(Binomial(2000, 0.001) > 8) < 1e-4
+    assert scaling.MAGNITUDE_FALSE_ORDER_RATE <= 0.001
+    margin = scaling.MAGNITUDE_MARGIN
+    assert _noise_orders_far_below(plan, counts, range(fits), margin) <= allowed
+    monkeypatch.setattr(scaling, "MAGNITUDE_MARGIN", 2 * scaling.MAGNITUDE_RANGE)
+    assert _noise_orders_far_below(plan, counts, range(fits), margin) > allowed
+
+
 def test_rows_too_few_for_the_magnitudes_get_one_private_row_bound(wide_scales):
     """Below the magnitudes' limit the default fit is the ``data_norm='private'`` fit (one row bound,
     then the moments), the same model and event; above it, per-feature orders of magnitude. The
@@ -337,6 +412,19 @@ def test_variance_floor_is_applied_to_the_released_second_moment(monkeypatch):
     assert second[2] > floor  # the third feature's released variance is above the floor: kept as released
     np.testing.assert_allclose(scale**2, np.maximum(second, floor), rtol=1e-12)
     assert scale[0] == scale[1] == math.sqrt(floor)
+
+
+def test_with_released_orders_the_scale_is_at_least_a_sixteenth_of_the_order():
+    """With the orders of magnitude released the floor on a variance in the units of ``x / s`` is
+    at least ``RELATIVE_SCALE_FLOOR**2`` (the noise floor at 6000 rows and 6 features is far
+    below it); with a public ``data_norm`` there is no order to be relative to."""
+    released = scaling.plan_scaling(6000, 6, None, gaussian_mu=1.0)
+    noise_floor = scaling.VARIANCE_THRESHOLD * released.moment_noise_std * released.centred_norm**2
+    assert noise_floor < scaling.RELATIVE_SCALE_FLOOR**2 == released.variance_floor
+    public = scaling.plan_scaling(6000, 6, 1.0, gaussian_mu=1.0)
+    assert public.variance_floor == pytest.approx(
+        scaling.VARIANCE_THRESHOLD * public.moment_noise_std * public.centred_norm**2, rel=1e-12)
+    assert public.variance_floor < scaling.RELATIVE_SCALE_FLOOR**2
 
 
 @pytest.mark.parametrize("seed", range(4))

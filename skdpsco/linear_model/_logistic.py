@@ -189,8 +189,9 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         scaling). ``coef_`` and ``intercept_`` hold the model folded back to the units of ``X``,
         exact on the rows the second clip leaves alone. A scale is never below the public floor
         ``sqrt(sigma) C_c`` (``sigma`` the standard deviation of the noise on a second moment,
-        ``C_c`` the clip of the centred rows; ``ScalingPlan.variance_floor``), so a coefficient is
-        at most ``radius_ / (feature_scales_ * floor_scale * C)``; the coefficient of a feature
+        ``C_c`` the clip of the centred rows), nor, with ``feature_scales_`` released, below
+        ``1/16`` (``ScalingPlan.variance_floor``), so a coefficient is at most ``radius_ /
+        (feature_scales_ * floor_scale * C)``; the coefficient of a feature
         whose variance the noise cannot resolve (a rare indicator) is noisy (user guide,
         "Feature scaling inside fit": rare columns).
     radius_ : float
