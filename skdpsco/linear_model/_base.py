@@ -513,20 +513,28 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             order = _dask.stream_order(X.chunks[0], order_rng)
         else:
             order = order_rng.permutation(n_samples)
+            # the targets and weights put in that order before the copy of the rows is made (a
+            # fit's peak memory is the copy and one vector of n, not two)
+            targets = targets[order]
+            weights = None if weights is None else weights[order]
             # the scaling's orders of magnitude, counted as the rows are copied (a public choice:
             # released when there is no public bound and no private row bound)
             counting = self._scales_features and data_norm is None and not row_bound
+            # sparse rows: gathered with a slot per row that their intercept column is written into
+            # below, in place (one copy of X in all)
             gathered = clipped_rows_in_order(X, order, bound, fill=None if late_intercept else fill,
-                                             magnitude_range=_scaling.MAGNITUDE_RANGE if counting else None)
+                                             magnitude_range=_scaling.MAGNITUDE_RANGE if counting else None,
+                                             spare_column=late_intercept and fill is not None)
             rows, counted = gathered if counting else (gathered, None)
             del gathered
-            targets = targets[order]
+            order = None  # the rows, targets and weights are in their order: not held through the fit
         del X
         tasks = self._tasks(targets)
+        del targets  # held by the tasks: dropped with them when they are replaced
         if weights is not None:  # in-memory rows only (:meth:`_validated_dask`)
             # weighted rows run the weighted loss whatever the weights' values: a path chosen on
             # them (e.g. the unweighted one when every weight is max_weight) would show in fit's time
-            weights = relative_weights(weights[order], float(self.max_weight))
+            weights = relative_weights(weights, float(self.max_weight))
         if self.data_norm is None and self.feature_scaling is None:
             warnings.warn(fixed_row_bound_warning(), PrivacyWarning, stacklevel=4)
         base_loss = self._make_loss()
@@ -625,7 +633,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         rows = passes.rows
         del passes  # the rows with their intercept column below replace these: one copy held, not two
         if late_intercept and fill is not None:
-            rows = with_constant_column(rows, fill)
+            rows = with_constant_column(rows, fill, in_place=True)  # in the slots the gather left
         task_rngs = task_rng.spawn(len(tasks))
         # in memory the rows are already in their random order; Dask rows are read in ``order``
         in_sequence = {"order": order if dask_input else np.arange(n_samples)} if getattr(solver, "shuffles_rows", False) else {}
