@@ -171,3 +171,99 @@ def test_sparse_helpers_match_their_dense_forms():
     scales = 2.0 ** np.array([-60, 3, 0, -2, 1, 0, 0, 5, -1])  # the first overflows row 11
     np.testing.assert_array_equal(_scaling.divide_by_powers_of_two(csr, scales).toarray(),
                                   _scaling.divide_by_powers_of_two(X, scales))
+
+
+def _overflowing_csr(n=300, d=9, seed=3, index_type=np.int32):
+    X, _, _, _ = sparse_data(n=n, d=d, seed=seed)
+    X[7] = 0.0  # an empty row
+    X[11, :3] = [1e300, -1e300, 5.0]  # a row whose squared norm overflows
+    X[12, :2] = [1e-200, 3e-201]  # one whose squares underflow
+    csr = sp.csr_matrix(X)
+    csr.indices, csr.indptr = csr.indices.astype(index_type), csr.indptr.astype(index_type)
+    return csr
+
+
+def _same_csr(a, b) -> None:
+    assert a.shape == b.shape
+    for part in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(a, part), getattr(b, part))
+
+
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+@pytest.mark.parametrize("bound", [np.inf, 2.0])
+@pytest.mark.parametrize("fill", [None, 0.5])
+def test_sparse_rows_in_order_are_scipys_rows_in_that_order_clipped(index_type, bound, fill):
+    csr = _overflowing_csr(index_type=index_type)
+    rng = np.random.default_rng(0)
+    for order in (rng.permutation(300), rng.integers(0, 300, 500), np.arange(0)):
+        reference = csr[order]
+        core.clip_rows(reference, bound, out=reference)
+        if fill is not None:
+            reference = core.with_constant_column(reference, fill)
+        _same_csr(core.clipped_rows_in_order(csr, order, bound, fill=fill), reference)
+
+
+def test_the_intercept_column_is_written_into_the_slots_the_gather_left():
+    csr = _overflowing_csr()
+    order = np.random.default_rng(1).permutation(300)
+    rows = core.clipped_rows_in_order(csr, order, np.inf, spare_column=True)
+    _same_csr(rows, csr[order])  # the releases read the features alone
+    data, indices = rows.data.base, rows.indices.base
+    assert data.size == indices.size == csr.nnz + 300  # one slot per row, after the rows' entries
+    appended = core.with_constant_column(rows, 0.75, in_place=True)
+    for part, room in ((appended.data, data), (appended.indices, indices)):  # no second copy: the same arrays
+        assert part.size == room.size and np.shares_memory(part, room)
+    _same_csr(appended, core.with_constant_column(csr[order], 0.75))
+    ends = appended.indptr[1:] - 1  # the slot: the last entry of every row
+    np.testing.assert_array_equal(appended.indices[ends], 9)
+    np.testing.assert_array_equal(appended.data[ends], 0.75)
+
+
+def test_a_constant_column_without_room_is_built_in_new_arrays():
+    csr = _overflowing_csr()
+    before = csr.copy()
+    appended = core.with_constant_column(csr, 0.75, in_place=True)  # no slots: a copy
+    _same_csr(csr, before)
+    _same_csr(appended, core.with_constant_column(before, 0.75))
+    assert not np.shares_memory(appended.data, csr.data)
+
+
+def test_the_sparse_gather_refuses_non_finite_entries():
+    csr = _overflowing_csr()
+    csr.data[5] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        core.clipped_rows_in_order(csr, np.arange(300), np.inf, spare_column=True)
+
+
+def test_sparse_row_blocks_and_the_in_place_division_do_not_depend_on_the_blocks(monkeypatch):
+    csr = _overflowing_csr()
+    scales = 2.0 ** np.array([-60, 3, 0, -2, 1, 0, 0, 5, -1])  # the first overflows row 11
+    reference = _scaling.divide_by_powers_of_two(csr.toarray(), scales)
+    norms, clipped = core.row_norms(csr), core.clip_rows(csr, 2.0)  # in blocks of all the rows
+    monkeypatch.setattr(core, "SPARSE_BLOCK_ENTRIES", 7)  # blocks of a few rows, one row where it stores more
+    blocks = list(core._sparse_row_blocks(csr))
+    assert len(blocks) > 50 and blocks[-1][0].stop == 300
+    assert all(b.stop - b.start == 1 or e.stop - e.start <= 7 for b, e in blocks)
+    data = csr.data
+    divided = _scaling.divide_by_powers_of_two(csr, scales, out=csr)
+    assert divided is csr and csr.data is data  # in place: the rows' own arrays
+    np.testing.assert_array_equal(divided.toarray(), reference)
+    np.testing.assert_array_equal(core.row_norms(_overflowing_csr()), norms)
+    _same_csr(core.clip_rows(_overflowing_csr(), 2.0), clipped)
+
+
+def test_a_sparse_fit_holds_one_copy_of_the_rows():
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    X = sp.random(2000, 500, density=0.3, format="csr", random_state=0, data_rvs=rng.standard_normal)
+    y = (X[:, 0].toarray().ravel() + rng.standard_normal(2000) > 0).astype(int)
+    stored = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    fit(DPLogisticRegression, X, y)  # imports and caches outside the measurement
+    tracemalloc.start()
+    try:
+        fit(DPLogisticRegression, X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * stored  # two copies (rows, then rows with their intercept column): 2.2

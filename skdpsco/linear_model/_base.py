@@ -514,14 +514,20 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             order = _dask.stream_order(X.chunks[0], order_rng)
         else:
             order = order_rng.permutation(n_samples)
-            rows, counted, pending = self._gathered(X, order, bound, None if late_intercept else fill, row_bound, secure)
+            # the targets and weights put in that order before the copy of the rows is made (a
+            # fit's peak memory is the copy and one vector of n, not two)
             targets = targets[order]
+            weights = None if weights is None else weights[order]
+            rows, counted, pending = self._gathered(X, order, bound, None if late_intercept else fill, row_bound,
+                                                    secure, spare_column=late_intercept and fill is not None)
+            order = None  # the rows, targets and weights are in their order: not held through the fit
         del X
         tasks = self._tasks(targets)
+        del targets  # held by the tasks: dropped with them when they are replaced
         if weights is not None:  # in-memory rows only (:meth:`_validated_dask`)
             # weighted rows run the weighted loss whatever the weights' values: a path chosen on
             # them (e.g. the unweighted one when every weight is max_weight) would show in fit's time
-            weights = relative_weights(weights[order], float(self.max_weight))
+            weights = relative_weights(weights, float(self.max_weight))
         if self.data_norm is None and self.feature_scaling is None:
             warnings.warn(fixed_row_bound_warning(), PrivacyWarning, stacklevel=4)
         base_loss = self._make_loss()
@@ -623,7 +629,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         rows = passes.rows
         del passes  # the rows with their intercept column below replace these: one copy held, not two
         if late_intercept and fill is not None:
-            rows = with_constant_column(rows, fill)
+            rows = with_constant_column(rows, fill, in_place=True)  # in the slots the gather left
         task_rngs = task_rng.spawn(len(tasks))
         # in memory the rows are already in their random order; Dask rows are read in ``order``
         in_sequence = {"order": order if dask_input else np.arange(n_samples)} if getattr(solver, "shuffles_rows", False) else {}
@@ -881,7 +887,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             share += _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if magnitudes else 0.0)
         return share
 
-    def _gathered(self, X, order: np.ndarray, bound: float, fill: float | None, row_bound: bool, secure: bool) -> tuple:
+    def _gathered(self, X, order: np.ndarray, bound: float, fill: float | None, row_bound: bool, secure: bool,
+                  spare_column: bool = False) -> tuple:
         """``(rows, counts, pending)``: the fit's copy of the in-memory rows ``X[order]`` clipped to
         ``bound`` (:func:`~skdpsco.solvers._core.clipped_rows_in_order`), with the histograms of
         the orders of magnitude the scaling releases (``None`` when it does not, or when the
@@ -893,7 +900,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         copied now; the others are read once ``X`` is checked finite, and ``pending = (X, order[m:],
         bound, fill)`` says so: they are gathered already scaled once the releases are known
         (:meth:`~._scaling._FusedPasses.standardise`), one pass over them instead of a copy and a
-        rewrite. Else ``pending`` is ``None``."""
+        rewrite. Else ``pending`` is ``None``. ``spare_column``: a CSR copy keeps a slot per row for
+        the intercept column (:func:`~skdpsco.solvers._core.clipped_rows_in_order`)."""
         n_samples, n_features = X.shape
         counting = self._scales_features and self._data_norm is None and not row_bound
         magnitude_range = _scaling.MAGNITUDE_RANGE if counting else None
@@ -902,7 +910,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             m = self._plan_scaling(n_samples, n_features, row_bound, secure, subsample_moments=True).moment_rows
         if not (m < n_samples and not row_bound and fused_rows.fused_layout(X)):
             gathered = clipped_rows_in_order(X, order, bound, fill=fill,
-                                             magnitude_range=magnitude_range if m == n_samples else None)
+                                             magnitude_range=magnitude_range if m == n_samples else None,
+                                             spare_column=spare_column)
             rows, counts = gathered if counting and m == n_samples else (gathered, None)
             return rows, counts, None
         rows = np.empty((n_samples, n_features + (fill is not None)))

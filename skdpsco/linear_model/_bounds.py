@@ -31,7 +31,7 @@ from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
 from .._noise import release_noise
 from ..solvers._core import is_dask
-from ._scaling import MAGNITUDE_RANGE, MAGNITUDE_THRESHOLD, magnitude_counts
+from ._scaling import MAGNITUDE_RANGE, MAGNITUDE_THRESHOLD, ROW_BLOCK, magnitude_counts
 
 __all__ = [
     "BOUND_SHARE",
@@ -242,7 +242,7 @@ def release_centred_bound(y, plan: BoundPlan, rng: np.random.Generator, fallback
         Largest order the fallback may release (``None``: no cap).
     """
     y = y if is_dask(y) else np.asarray(y, dtype=float)
-    noisy = _noisy_histograms([np.maximum(y, 0.0), np.maximum(-y, 0.0)], plan, rng)
+    noisy = _noisy_histograms((_signed_part(y, sign) for sign in (1.0, -1.0)), plan, rng)
     width = 2 * MAGNITUDE_RANGE + 1
     positive, negative = noisy[:width], noisy[width:]
     if not _significant(noisy, plan):
@@ -252,21 +252,45 @@ def release_centred_bound(y, plan: BoundPlan, rng: np.random.Generator, fallback
     return (upper - lower) / 2.0, SCALED_BOUND * (upper + lower) / 2.0
 
 
+def _signed_part(y, sign: float):
+    """``max(sign y, 0)``, in one new array for targets in memory."""
+    if is_dask(y):
+        return np.maximum(sign * y, 0.0)
+    part = np.multiply(y, sign)
+    return np.maximum(part, 0.0, out=part)
+
+
 def _significant(noisy: np.ndarray, plan: BoundPlan) -> bool:
     """Whether some noisy count exceeds :data:`~._scaling.MAGNITUDE_THRESHOLD` standard deviations."""
     return bool((noisy > MAGNITUDE_THRESHOLD * plan.count_std).any())
 
 
-def order_counts(columns: list) -> np.ndarray:
+def order_counts(columns) -> np.ndarray:
     """The concatenated histograms of the binary orders of magnitude of the non-negative
     ``columns`` (zeros in no bin): ``[|y|]`` for :func:`release_bound`, ``[max(y, 0), max(-y, 0)]``
     for :func:`release_centred_bound`, where each row is counted in at most one bin of all of
-    them, so that replacing it moves one count (:data:`HISTOGRAM_SENSITIVITY`)."""
-    # an infinite row norm (a finite row longer than the float range: order above 1023) in the top bin
-    return np.concatenate([magnitude_counts(np.minimum(c, np.finfo(float).max)[:, None])[0] for c in columns])
+    them, so that replacing it moves one count (:data:`HISTOGRAM_SENSITIVITY`). ``columns`` may
+    be an iterator that makes each column as it is counted: one is held at a time."""
+    counts = []
+    for column in columns:
+        counts.append(_order_counts(column))
+        del column  # the next column is made without this one held
+    return np.concatenate(counts)
 
 
-def _noisy_histograms(columns: list, plan: BoundPlan, rng: np.random.Generator) -> np.ndarray:
+def _order_counts(column) -> np.ndarray:
+    """The histogram of :func:`order_counts` of one column, counted :data:`ROW_BLOCK` values at a
+    time in memory (no temporary of the column's size)."""
+    top = np.finfo(float).max  # an infinite row norm (a finite row longer than the float range) in the top bin
+    if is_dask(column):
+        return magnitude_counts(np.minimum(column, top)[:, None])[0]
+    counts = np.zeros(2 * MAGNITUDE_RANGE + 1)  # integers, as floats (magnitude_counts): added exactly
+    for start in range(0, column.shape[0], ROW_BLOCK):
+        counts += magnitude_counts(np.minimum(column[start:start + ROW_BLOCK], top)[:, None])[0]
+    return counts
+
+
+def _noisy_histograms(columns, plan: BoundPlan, rng: np.random.Generator) -> np.ndarray:
     """One release of :func:`order_counts` of ``columns``, through
     :func:`skdpsco._secure.noisy_release`."""
     counts = order_counts(columns)

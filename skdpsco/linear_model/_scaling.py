@@ -50,7 +50,7 @@ from .. import rows as fused_rows
 from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
 from .._noise import release_noise
-from ..solvers._core import ROW_BLOCK, _dask, clip_rows, is_dask, row_norms
+from ..solvers._core import ROW_BLOCK, _dask, _sparse_row_blocks, clip_rows, is_dask, row_norms
 
 __all__ = [
     "CENTRED_NORM_FACTOR",
@@ -446,19 +446,24 @@ def divide_by_powers_of_two(X: np.ndarray, scales: np.ndarray, out: np.ndarray |
 
 def _divide_sparse_by_powers_of_two(X, exponents: np.ndarray, in_place: bool):
     """:func:`divide_by_powers_of_two` of a CSR ``X`` by ``2**exponents``, on its stored entries,
-    with the same rule for a row that would overflow."""
-    columns = X.indices
-    with np.errstate(over="ignore"):  # no warning: it would tell that some row overflowed
-        data = X.data * np.ldexp(1.0, -exponents)[columns]  # before any entry is overwritten
-    entries = np.flatnonzero(~np.isfinite(data))
-    for row in np.unique(np.searchsorted(X.indptr, entries, side="right") - 1):
-        block = slice(X.indptr[row], X.indptr[row + 1])
-        with np.errstate(divide="ignore"):
-            top = np.max(np.log2(np.abs(X.data[block])) - exponents[columns[block]])
-        extra = int(np.ceil(top)) - OVERFLOW_SAFE_EXPONENT
-        data[block] = np.ldexp(X.data[block], -exponents[columns[block]] - extra)
+    with the same rule for a row that would overflow; a block of rows at a time, each block's
+    quotients computed before any of its entries is overwritten (in place: ``X``'s own arrays,
+    temporaries of a block's size)."""
     out = X if in_place else X.copy()
-    out.data = data
+    factors = np.ldexp(1.0, -exponents)
+    for rows, entries in _sparse_row_blocks(X):
+        columns = X.indices[entries]
+        with np.errstate(over="ignore"):  # no warning: it would tell that some row overflowed
+            data = X.data[entries] * factors[columns]
+        starts = X.indptr[rows.start:rows.stop + 1] - entries.start
+        for row in np.unique(np.searchsorted(starts, np.flatnonzero(~np.isfinite(data)), side="right") - 1):
+            block = slice(starts[row], starts[row + 1])
+            values = X.data[entries][block]
+            with np.errstate(divide="ignore"):
+                top = np.max(np.log2(np.abs(values)) - exponents[columns[block]])
+            extra = int(np.ceil(top)) - OVERFLOW_SAFE_EXPONENT
+            data[block] = np.ldexp(values, -exponents[columns[block]] - extra)
+        out.data[entries] = data
     return out
 
 

@@ -145,13 +145,23 @@ def scale_sparse_rows(X, factors: np.ndarray, in_place: bool = False):
     return out
 
 
-def with_constant_column(X, value: float):
+def with_constant_column(X, value: float, in_place: bool = False):
     """The CSR matrix ``[X, value]``: one more column, ``value`` in every row (the intercept column
     of a sparse fit), built from ``X``'s arrays in one pass; for a Dask array, the lazy map of its
-    blocks that appends the column."""
+    blocks that appends the column.
+
+    With ``in_place``, when ``X``'s ``data`` and ``indices`` are the first entries of arrays with
+    room for one more entry per row (as :func:`clipped_rows_in_order` leaves them with
+    ``spare_column``), the new matrix is written in that room (:func:`_kernel.append_column_in_place`:
+    the same arrays, no second copy of the rows) and ``X`` is invalid afterwards; without the room
+    it is built in new arrays as without ``in_place``."""
     if is_dask(X):
         return _dask().with_constant_column(X, value)
     n_rows, n_columns = X.shape
+    if in_place and _has_room_for_column(X):
+        data, indices, indptr = X.data.base, X.indices.base, X.indptr
+        _kernel.append_column_in_place(data, indices, indptr, float(value), n_columns)
+        return sparse.csr_matrix((data, indices, indptr), shape=(n_rows, n_columns + 1))
     indptr = X.indptr + np.arange(n_rows + 1, dtype=X.indptr.dtype)
     ends = indptr[1:] - 1  # the last entry of every row
     is_last = np.zeros(X.nnz + n_rows, dtype=bool)
@@ -162,6 +172,44 @@ def with_constant_column(X, value: float):
     data[~is_last], indices[~is_last] = X.data, X.indices
     data[ends], indices[ends] = value, n_columns
     return sparse.csr_matrix((data, indices, indptr), shape=(n_rows, n_columns + 1))
+
+
+def _has_room_for_column(X) -> bool:
+    """Whether the CSR ``X``'s ``data`` and ``indices`` start arrays of ``nnz + n_rows`` entries
+    that the column of :func:`with_constant_column` can be written into (its index fitting their
+    integer type), the arrays writable and ``indptr`` of their integer type."""
+    size = X.nnz + X.shape[0]
+
+    def room(part: np.ndarray) -> bool:
+        base = part.base
+        return (isinstance(base, np.ndarray) and base.ndim == 1 and base.size == size and base.dtype == part.dtype
+                and base.flags.c_contiguous and base.flags.writeable and part.size == X.nnz
+                and part.__array_interface__["data"][0] == base.__array_interface__["data"][0])
+
+    return (room(X.data) and room(X.indices) and X.indptr.dtype == X.indices.dtype and X.indptr.flags.writeable
+            and X.indptr.flags.c_contiguous and X.shape[1] <= np.iinfo(X.indices.dtype).max)
+
+
+def _sparse_rows_in_order(X, order: np.ndarray, spare_column: bool):
+    """``X[order]`` for a CSR ``X``: a new CSR matrix of the rows in that order, copied by the
+    compiled :func:`_kernel.gather_sparse_rows` (one pass, no temporary of the size of ``X``; rows
+    with a NaN or an infinite entry are an error). With ``spare_column`` its ``data`` and
+    ``indices`` are the first entries of arrays with one more entry per row, the room that
+    :func:`with_constant_column` (``in_place``) appends the intercept column in."""
+    n_rows = order.size
+    entries = int(np.add.reduce(np.diff(X.indptr)[order], dtype=np.int64))
+    size = entries + (n_rows if spare_column else 0)
+    # scipy's own choice for the matrix (int32 where every index and count fits): kept, not converted
+    largest = max(size, n_rows, X.shape[1] + int(spare_column))
+    index_type = np.int32 if largest <= np.iinfo(np.int32).max else np.int64
+    data, indices = np.empty(size), np.empty(size, dtype=index_type)
+    indptr = np.empty(n_rows + 1, dtype=index_type)
+    source_type = np.result_type(X.indices.dtype, X.indptr.dtype)
+    if _kernel.gather_sparse_rows(np.ascontiguousarray(X.data, dtype=np.float64), X.indices.astype(source_type, copy=False),
+                                  X.indptr.astype(source_type, copy=False),
+                                  np.ascontiguousarray(order, dtype=np.intp), data, indices, indptr):
+        _refuse_non_finite()
+    return sparse.csr_matrix((data[:entries], indices[:entries], indptr), shape=(n_rows, X.shape[1]))
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:
@@ -241,13 +289,24 @@ def scaled_row_norms(X) -> tuple[np.ndarray, np.ndarray]:
 SPARSE_ROW_BLOCK = 65536
 """Rows per block of the per-row operations on CSR matrices (bounds their temporaries)."""
 
+SPARSE_BLOCK_ENTRIES = 65536
+"""Stored entries per block of the per-row operations on CSR matrices, where fewer rows than
+:data:`SPARSE_ROW_BLOCK` hold them (at least one row a block): their temporaries, a few arrays of
+a block's entries, stay at half a MiB each however many entries a row stores."""
+
 
 def _sparse_row_blocks(X):
-    """``(rows, entries)`` slices of consecutive blocks of :data:`SPARSE_ROW_BLOCK` rows of a CSR
-    matrix and of their stored entries."""
-    for start in range(0, X.shape[0], SPARSE_ROW_BLOCK):
-        stop = min(start + SPARSE_ROW_BLOCK, X.shape[0])
+    """``(rows, entries)`` slices of consecutive blocks of rows of a CSR matrix and of their stored
+    entries: :data:`SPARSE_ROW_BLOCK` rows, or fewer where they store more than
+    :data:`SPARSE_BLOCK_ENTRIES` entries. Each operation is per row, so its result does not
+    depend on the blocks."""
+    n_rows, start = X.shape[0], 0
+    while start < n_rows:
+        stop = min(start + SPARSE_ROW_BLOCK, n_rows)
+        within = int(np.searchsorted(X.indptr, X.indptr[start] + SPARSE_BLOCK_ENTRIES, side="right")) - 1
+        stop = max(start + 1, min(stop, within))
         yield slice(start, stop), slice(int(X.indptr[start]), int(X.indptr[stop]))
+        start = stop
 
 
 def _refuse_non_finite():
@@ -274,7 +333,8 @@ a random order is bound by memory latency, which threads overlap (the kernel rel
 
 
 def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fill: float | None = None,
-                          magnitude_range: int | None = None, out: np.ndarray | None = None):
+                          magnitude_range: int | None = None, spare_column: bool = False,
+                          out: np.ndarray | None = None):
     """The rows ``X[order]`` clipped to ``l2`` norm at most ``max_norm`` (:func:`clip_rows`), with a
     last column of ``fill`` when given (the intercept column), in one new array.
 
@@ -286,8 +346,12 @@ def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fil
     in blocks of :data:`GATHER_BLOCK` rows over :data:`GATHER_THREADS` threads; any other layout
     by :func:`clip_rows` block by block (the reference; same rows); a CSR ``X`` as a CSR matrix
     of the same sparsity pattern, the column of ``fill`` stored in every row
-    (:func:`with_constant_column`). Rows with a NaN or an infinite entry are an error: the
-    estimators leave that check to this pass over ``X``.
+    (:func:`with_constant_column`), gathered by the compiled :func:`_sparse_rows_in_order` into
+    arrays with a slot per row for that column, so that the copy of ``X`` is the only one; with
+    ``spare_column`` (and no ``fill``) the slots are left as room for a column appended later in
+    place (``with_constant_column(rows, value, in_place=True)``, after releases that read the
+    features alone). Rows with a NaN or an infinite entry are an error: the estimators leave
+    that check to this pass over ``X``.
 
     With ``magnitude_range`` ``R`` the result is ``(rows, counts)``: ``counts`` the ``(d, 2 R + 1)``
     histograms of the binary orders of magnitude of the copied rows' entries
@@ -299,9 +363,10 @@ def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fil
     if order.ndim != 1 or (order.size and (order.min() < 0 or order.max() >= X.shape[0])):
         raise ValueError(f"order must be a vector of indices into the {X.shape[0]} rows of X.")
     if sparse.issparse(X):  # a CSR matrix: its rows in order, clipped, the same sparsity pattern
-        rows = X[order]
-        clip_rows(rows, max_norm, out=rows)
-        rows = rows if fill is None else with_constant_column(rows, fill)
+        rows = _sparse_rows_in_order(X, order, spare_column or fill is not None)
+        if max_norm < np.inf:  # a clip to an infinite bound leaves every (finite) row as it is
+            clip_rows(rows, max_norm, out=rows)
+        rows = rows if fill is None else with_constant_column(rows, fill, in_place=True)
         return rows if magnitude_range is None else (rows, None)
     n_features = X.shape[1]
     if out is None:

@@ -28,7 +28,7 @@ instead of ``O(p)`` unless it is noisy (see its docstring for how, and how exact
 from libc.math cimport INFINITY, exp, erfc, fabs, frexp, isfinite, ldexp, pow, sqrt
 from libc.float cimport DBL_MAX
 from libc.stdint cimport int32_t, int64_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
 from .._orders cimport count_row_orders
 from .._prefetch cimport prefetch_row as _prefetch_row
@@ -587,6 +587,84 @@ def run_sparse_steps(
             start = end
         _fold(vp, up, s, A, NULL, 0.0, NULL, 0.0, p)
     return start
+
+
+# -- a fit's copy of CSR rows ------------------------------------------------------------------------
+
+ctypedef fused copy_index_t:
+    int32_t
+    int64_t
+
+
+def gather_sparse_rows(
+    const double[::1] data,
+    const index_t[::1] indices,
+    const index_t[::1] indptr,
+    const Py_ssize_t[::1] order,
+    double[::1] out_data,
+    copy_index_t[::1] out_indices,
+    copy_index_t[::1] out_indptr,
+):
+    """The rows ``order`` of the CSR matrix ``(data, indices, indptr)``, in that order, written as
+    the CSR arrays ``(out_data, out_indices, out_indptr)``; return the number of entries copied
+    that are NaN or infinite.
+
+    ``out_indptr`` has ``len(order) + 1`` entries; ``out_data`` and ``out_indices`` hold at least
+    the rows' entries, those after them are left as they are (room for a column appended later
+    in place, :func:`append_column_in_place`). One pass, each row's entries copied as a run, no
+    temporary: the compiled form of ``X[order]`` (:func:`skdpsco.solvers._core.clipped_rows_in_order`
+    checks it against scipy's indexing)."""
+    cdef Py_ssize_t n = order.shape[0], n_rows = indptr.shape[0] - 1, i, k, lo, hi, at = 0, non_finite = 0
+    cdef double value
+    if out_indptr.shape[0] != n + 1:
+        raise ValueError(f"out_indptr must have {n + 1} entries; got {out_indptr.shape[0]}.")
+    for i in range(n):
+        if order[i] < 0 or order[i] >= n_rows:
+            raise ValueError(f"order must index the {n_rows} rows; got {order[i]}.")
+        at += indptr[order[i] + 1] - indptr[order[i]]
+    if out_data.shape[0] < at or out_indices.shape[0] < at:
+        raise ValueError(f"out_data and out_indices must hold the {at} entries of the rows.")
+    with nogil:
+        out_indptr[0] = 0
+        at = 0
+        for i in range(n):
+            lo, hi = indptr[order[i]], indptr[order[i] + 1]
+            for k in range(lo, hi):
+                value = data[k]
+                if not isfinite(value):
+                    non_finite += 1
+                out_data[at] = value
+                out_indices[at] = <copy_index_t> indices[k]
+                at += 1
+            out_indptr[i + 1] = <copy_index_t> at
+    return non_finite
+
+
+def append_column_in_place(double[::1] data, copy_index_t[::1] indices, copy_index_t[::1] indptr, double value,
+                           Py_ssize_t column):
+    """Rewrite the CSR arrays of ``X`` (``n`` rows, ``nnz = indptr[n]`` entries) as those of ``[X,
+    value]``: every row's entries moved up by the row's index, and one more entry stored last in
+    each row, ``value`` at column index ``column``; ``indptr`` becomes the new matrix's.
+
+    ``data`` and ``indices`` must have room for ``nnz + n`` entries (those :func:`gather_sparse_rows`
+    leaves after the rows). The rows are moved from the last to the first, so no entry is
+    overwritten before it is moved: the same arrays as
+    :func:`skdpsco.solvers._core.with_constant_column` builds in new ones, without a second copy."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1, i, lo, hi
+    if n < 0:
+        raise ValueError("indptr must have at least one entry.")
+    hi = indptr[n]
+    if data.shape[0] < hi + n or indices.shape[0] < hi + n:
+        raise ValueError(f"data and indices must have room for {hi + n} entries; got {data.shape[0]} and {indices.shape[0]}.")
+    with nogil:
+        for i in range(n - 1, -1, -1):
+            lo = indptr[i]
+            memmove(&data[0] + lo + i, &data[0] + lo, (hi - lo) * sizeof(double))
+            memmove(&indices[0] + lo + i, &indices[0] + lo, (hi - lo) * sizeof(copy_index_t))
+            data[hi + i] = value
+            indices[hi + i] = <copy_index_t> column
+            indptr[i + 1] = <copy_index_t> (hi + i + 1)
+            hi = lo
 
 
 # -- the per-row maps of a Dask fit, on one block of rows --------------------------------------------
