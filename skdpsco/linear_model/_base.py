@@ -620,6 +620,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             tasks = [_bounds.scale_targets(task, target_scale, target_centre) for task in tasks]
         # every read of the rows before the solver goes through their passes (fused in memory)
         passes, sums = _scaling.feature_passes(rows, n_features, counted, pending), None
+        pending = None  # held by the passes until they gather it
         if "rows" in bounds:
             feature_scales, sums = self._divide_by_row_bound(passes, bounds["rows"], row_rng)
             row_norm = _bounds.SCALED_BOUND
@@ -920,7 +921,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         counts = gathered[1] if counting else None
         if fused_rows.count_non_finite(X):
             _refuse_non_finite()
-        return rows, counts, (X, order[m:], bound, fill)
+        return rows, counts, (X, order[m:].copy(), bound, fill)  # a copy: the whole order is not held
 
     def _divide_by_row_bound(self, passes, plan, rng: np.random.Generator) -> tuple:
         """Release a power of two ``s`` above most row norms (:func:`~._bounds.release_bound`),
