@@ -296,6 +296,17 @@ def test_replace_one_sensitivity_of_a_clipped_gradient_is_2c():
     assert np.linalg.norm(difference) == pytest.approx(2 * C)
 
 
+def test_a_batch_of_several_blocks_has_the_mean_of_its_rows_clipped_gradients(monkeypatch):
+    rng = np.random.default_rng(4)
+    monkeypatch.setattr(ftrl_module, "BLOCK_ROWS", 7)
+    for loss, shape in ((LogisticLoss(), (5,)), (MultinomialLogisticLoss(3), (3, 5))):
+        w, X = rng.normal(size=shape), rng.normal(size=(30, 5)) * 2
+        y = rng.integers(0, 3, size=30) if loss.task == "multiclass" else rng.choice([-1.0, 1.0], size=30)
+        gradient = clipped_gradient(loss, 0.5, l2_penalty=0.1)
+        rows = np.mean([gradient(w, X[i:i + 1], y[i:i + 1]) for i in range(30)], axis=0)
+        np.testing.assert_allclose(gradient(w, X, y), rows, rtol=1e-12, atol=1e-14)
+
+
 def test_default_clip_norm_is_the_lipschitz_bound_so_clipping_is_a_no_op():
     rng = np.random.default_rng(5)
     prob = problem(10, 6, radius=3.0)
