@@ -486,6 +486,12 @@ def dask_table(numpy: dict, fit: dict, check: dict, blocks: dict, n: int, d: int
         "blocks (zarr's reads into fresh buffers), not by the fit's arithmetic. A gradient pass adds the "
         "maps and the gradient to it, a Newton step also the Hessian "
         f"({per_block['maps_gradient_hessian_ms']:.0f} ms a block against {per_block['maps_gradient_ms']:.0f} ms at d = {d}).",
+        "",
+        "Every fit reads every block at least twice: the non-finite check must refuse before the charge "
+        "(a refusal after it would be a data-dependent release), and the solver needs one more pass; the "
+        "scaling's releases read only the leading blocks of the stream order. A fit within 1.5x of one "
+        "read-and-count pass is therefore out of reach on Dask rows; a one-pass fit is at least 2x, plus "
+        "the client's work per streamed block (the blocks reach the client one at a time).",
     ])
 
 
