@@ -70,6 +70,7 @@ __all__ = [
     "block_sum",
     "count_outside",
     "label_indices",
+    "leading_blocks",
     "magnitude_counts",
     "map_rows",
     "refusal_reason",
@@ -371,6 +372,17 @@ def stream_order(chunks: tuple, rng: np.random.Generator | None = None) -> Strea
         return StreamOrder(np.arange(n_blocks))
     blocks = rng.permutation(n_blocks)
     return StreamOrder(blocks, rng.integers(0, 2**63, size=n_blocks))
+
+
+def leading_blocks(X: Rows, order: StreamOrder, n_rows: int) -> Rows:
+    """The rows ``X`` of the leading blocks of ``order`` that hold exactly ``n_rows`` rows
+    (:func:`~skdpsco.linear_model._scaling.covered_rows`), with ``X``'s maps: a statistic of them
+    reads those blocks only. Refuses an ``n_rows`` that does not end a block of the order."""
+    sizes = np.asarray(X.chunks[0], dtype=np.int64)[np.asarray(order.blocks)]
+    count = int(np.searchsorted(np.cumsum(sizes), n_rows)) + 1
+    if sizes[:count].sum() != n_rows:
+        raise ValueError(f"n_rows={n_rows} does not end a block of the reading order.")
+    return Rows(X.source.blocks[np.sort(order.blocks[:count]).tolist()], X.maps, X.constant)
 
 
 class RowStream:

@@ -457,3 +457,60 @@ def test_secure_mode_streams_with_the_operating_systems_generator():
     reference = DPLogisticRegression(accountant=PrivacyAccountant(), **params).fit(X, y)
     assert secure.dp_event_ == reference.dp_event_ and secure.epsilon_ <= 5.0
     assert secure.score(X, y) > 0.8
+
+
+# -- the scaling's releases read the leading blocks of the order ----------------------------------
+
+
+@pytest.fixture
+def moment_rows_600(monkeypatch):
+    """Moments of the first 600 rows whatever the budget: three blocks of 200 of the 1200 rows."""
+    from skdpsco.linear_model import _scaling
+
+    monkeypatch.setattr(_scaling, "MOMENT_ROWS", 600)
+    monkeypatch.setattr(_scaling, "MOMENT_NOISE", 1e9)
+
+
+@pytest.mark.parametrize("data_norm", [None, 300.0])
+def test_the_releases_read_the_leading_blocks_of_the_order_only(moment_rows_600, data_norm):
+    from skdpsco import _dask
+
+    X, y, _, _ = table()
+    reads = np.zeros(6, dtype=int)
+
+    def count(block, block_id=None):
+        reads[block_id[0]] += block.size > 0
+        return block
+
+    counted = da.from_array(X, chunks=(200, 5)).map_blocks(count, dtype=float)
+    model = DPLogisticRegression(classes=[0, 1], accountant=PrivacyAccountant(), random_state=0, data_norm=data_norm,
+                                 algorithm="phased_sgd").fit(counted, da.from_array(y, chunks=200))
+    leading = _dask.stream_order((200,) * 6, np.random.default_rng(0).spawn(2)[0]).blocks[:3]
+    # every block: the finite check and the solver's pass; the leading three: the releases too
+    releases = 2 if data_norm else 3  # (the magnitudes), the sums, the squares
+    expected = np.full(6, 2)
+    expected[leading] += releases
+    np.testing.assert_array_equal(reads, expected)
+    full = DPLogisticRegression(classes=[0, 1], random_state=0, data_norm=data_norm,
+                                algorithm="phased_sgd").fit(X, y)  # 600 of 1200 rows: the same events
+    assert model.dp_event_ == full.dp_event_
+
+
+@pytest.mark.parametrize("algorithm", ["phased_sgd", "newton"])
+def test_a_dask_fit_of_leading_blocks_equals_the_in_memory_fit_of_the_same_leading_rows(moment_rows_600, algorithm):
+    # the in-memory fit in the Dask fit's reading order computes its moments over the same 600 rows
+    X, y, _, _ = table()
+    memory, lazy = streamed_pair(DPLogisticRegression, X, y, (200,) * 6, algorithm=algorithm)
+    assert lazy.dp_event_ == memory.dp_event_
+    np.testing.assert_allclose(lazy.feature_scales_, memory.feature_scales_, rtol=0)
+    np.testing.assert_allclose(lazy.standardisation_[1], memory.standardisation_[1], rtol=1e-12)
+    np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-9, atol=1e-10)
+
+
+def test_the_moments_cover_whole_blocks():
+    from skdpsco.linear_model._scaling import covered_rows
+
+    assert covered_rows([200, 13, 300], 100) == 200
+    assert covered_rows([200, 13, 300], 200) == 200
+    assert covered_rows([200, 13, 300], 201) == 213
+    assert covered_rows([200, 13, 300], 10**6) == 513

@@ -492,13 +492,22 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         n_columns = n_features + int(self.fit_intercept)
         rng = _generator(self.random_state, self.secure_noise)
         secure = is_secure(rng)  # secure mode: grid releases, their events as zCDP (:mod:`skdpsco._secure`)
-        # public: a function of n, d and the budget (read by :attr:`_releases_row_bound`)
-        self._resolves_magnitudes = self._magnitudes_resolvable(n_samples, n_features, secure, not dask_input)
         # One array for the clipped rows and the intercept column (peak memory one copy of X),
         # filled in a uniformly random order drawn here, before any budget is charged: the
         # solvers that read the rows in a random order (``shuffles_rows``) are given that order
         # and stream the copy in sequence.
         order_rng, task_rng = rng.spawn(2)
+        block_sizes = None
+        if dask_input:
+            # the one-pass solvers read the blocks in a uniformly random order, the rows of each in
+            # their own: drawn here too, from the same generator (the full-batch solvers need none);
+            # the scaling's releases read its leading blocks (public: the block sizes and the order)
+            from .. import _dask
+
+            order = _dask.stream_order(X.chunks[0], order_rng)
+            block_sizes = np.asarray(X.chunks[0])[order.blocks]
+        # public: a function of n, d, the budget and the blocks' sizes (read by :attr:`_releases_row_bound`)
+        self._resolves_magnitudes = self._magnitudes_resolvable(n_samples, n_features, secure, block_sizes)
         # None: clipped once the orders of magnitude or the private row bound are released
         data_norm = self._data_norm
         row_bound = self._releases_row_bound
@@ -507,11 +516,6 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         counted = pending = None  # the histograms of the orders of magnitude, when the copy counted them
         if dask_input:  # a lazy map of the row blocks, read in the order of its blocks
             rows = clip_rows(X, bound)
-            # the one-pass solvers read the blocks in a uniformly random order, the rows of each in
-            # their own: drawn here too, from the same generator (the full-batch solvers need none)
-            from .. import _dask
-
-            order = _dask.stream_order(X.chunks[0], order_rng)
         else:
             order = order_rng.permutation(n_samples)
             # the targets and weights put in that order before the copy of the rows is made (a
@@ -574,8 +578,9 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         with_releases = self._scales_features or row_bound or self._private_target_bound
         as_zcdp = secure and (with_releases or getattr(solver, "grid_releases", False))
         bounds = self._plan_bounds(n_samples, row_bound, as_zcdp)
-        # in memory the moments read the first rows of the fit's random order; a Dask fit reads its blocks
-        scaling = self._plan_scaling(n_samples, n_features, row_bound, as_zcdp, subsample_moments=not dask_input)
+        # the moments read the first rows of the fit's random order (of a Dask fit, its leading blocks)
+        scaling = self._plan_scaling(n_samples, n_features, row_bound, as_zcdp, subsample_moments=True,
+                                     block_sizes=block_sizes)
         if pending is not None and scaling.moment_rows != n_samples - len(pending[1]):  # one plan, both places
             raise RuntimeError("The rows gathered for the scaling's releases are not the plan's moment_rows.")
         releases = [plan.dp_event for plan in bounds.values()] + ([] if scaling is None else [scaling.dp_event])
@@ -619,7 +624,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
                                                      fallback_cap=_bounds.FALLBACK_CAP)
             tasks = [_bounds.scale_targets(task, target_scale, target_centre) for task in tasks]
         # every read of the rows before the solver goes through their passes (fused in memory)
-        passes, sums = _scaling.feature_passes(rows, n_features, counted, pending), None
+        passes, sums = _scaling.feature_passes(rows, n_features, counted, pending, order if dask_input else None), None
         pending = None  # held by the passes until they gather it
         if "rows" in bounds:
             feature_scales, sums = self._divide_by_row_bound(passes, bounds["rows"], row_rng)
@@ -944,30 +949,34 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             if self._centres_targets:
                 self.y_centre_ = float(target_centre)
 
-    def _magnitudes_resolvable(self, n_samples: int, n_features: int, secure: bool, subsample_moments: bool) -> bool:
+    def _magnitudes_resolvable(self, n_samples: int, n_features: int, secure: bool, block_sizes=None) -> bool:
         """Whether the per-feature orders of magnitude can be released at this size and budget
         (:attr:`~._scaling.ScalingPlan.resolves_magnitudes`: ``n`` above the count a window needs
         to be significant). Below it every feature's order would be read from noise, and a
         feature blown up by a small one dominates every clipped row; ``fit`` then releases one
         row bound instead, as ``data_norm='private'`` does (:attr:`_releases_row_bound`), which
-        cannot blow a feature up. A public function of ``n``, ``d`` and the budget. The switch
+        cannot blow a feature up. A public function of ``n``, ``d``, the budget and, for a Dask fit,
+        the ``block_sizes`` in their reading order (:meth:`_plan_scaling`). The switch
         is at the release's own limit, not tuned: on the validation sets of
         ``benchmarks/real.py`` the row bound was at least as good in every cell below it (9 of
         9, within one paired standard error; ``benchmarks/results/low_signal_validation.md``)."""
         if not (self._scales_features and self.data_norm is None):
             return True
-        plan = self._plan_scaling(n_samples, n_features, False, as_zcdp=secure, subsample_moments=subsample_moments)
+        plan = self._plan_scaling(n_samples, n_features, False, as_zcdp=secure, subsample_moments=True,
+                                  block_sizes=block_sizes)
         return plan.resolves_magnitudes
 
     def _plan_scaling(self, n_samples: int, n_features: int, row_bound: bool = False, as_zcdp: bool = False,
-                      subsample_moments: bool = False):
+                      subsample_moments: bool = False, block_sizes=None):
         """The plan of the scaling release (:mod:`._scaling`), or ``None`` without scaling: a
         share :data:`~._scaling.SCALING_SHARE` of the fit's ``mu**2`` (``delta > 0``; ``mu`` of
         the one Gaussian release that meets (epsilon, delta)) or of its ``epsilon`` (``delta =
         0``), plus :data:`~._scaling.MAGNITUDE_SHARE` for the orders of magnitude when there is
         no public ``data_norm`` and no private row bound (``row_bound``: the rows are then
         bounded by :data:`~._bounds.SCALED_BOUND`). ``subsample_moments``: the moments are computed
-        over the first :func:`~._scaling.moment_rows` rows of the fit's random order."""
+        over the first :func:`~._scaling.moment_rows` rows of the fit's random order; with
+        ``block_sizes`` (a Dask fit's blocks in their reading order), over the whole leading blocks
+        that cover them (:func:`~._scaling.covered_rows`)."""
         if not self._scales_features:
             return None
         bound = _bounds.SCALED_BOUND if row_bound else self._data_norm
@@ -978,7 +987,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         else:
             budget = {"gaussian_mu": math.sqrt(share) * self._budget_mu(n_samples, as_zcdp)}
         return _scaling.plan_scaling(n_samples, n_features, bound, centred=centred, subsample_moments=subsample_moments,
-                                     **budget)
+                                     block_sizes=block_sizes, **budget)
 
     def _task_epsilon_guess(self, n_samples: int, n_tasks: int, releases_share: float, as_zcdp: bool = False) -> float:
         """The per-task epsilon if every release is Gaussian: the epsilon of one task's share of

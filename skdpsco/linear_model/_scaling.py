@@ -277,6 +277,15 @@ def moment_rows(n_samples: int, noise_scale: float, laplace: bool) -> int:
     return int(min(n_samples, max(MOMENT_ROWS, math.ceil(noise_std / MOMENT_NOISE))))
 
 
+def covered_rows(block_sizes, n_rows: int) -> int:
+    """The rows of the fewest leading blocks of sizes ``block_sizes`` (in their reading order) that
+    hold at least ``n_rows`` rows: the moments of a fit whose rows are read in whole blocks (a
+    Dask fit, :func:`skdpsco._dask.stream_order`) are computed over those blocks. Public: the
+    block sizes and their order are drawn before the data is read."""
+    ends = np.cumsum(np.asarray(block_sizes, dtype=np.int64))
+    return int(ends[min(int(np.searchsorted(ends, n_rows)), ends.size - 1)])
+
+
 def laplace_moments_sensitivity(n_features: int) -> float:
     """Sum of the two Laplace releases' ``l1``-sensitivities (:func:`moment_sensitivities`),
     ``2 sqrt(d) + 2``: both get Laplace noise of scale ``(2 sqrt(d) + 2) / epsilon_s`` per
@@ -493,13 +502,16 @@ def magnitude_sensitivity(n_features: int, laplace: bool) -> float:
 
 def plan_scaling(n_samples: int, n_features: int, data_norm: float | None, *, gaussian_mu: float | None = None,
                  pure_epsilon: float | None = None, centred: bool = True,
-                 subsample_moments: bool = False) -> ScalingPlan:
+                 subsample_moments: bool = False, block_sizes=None) -> ScalingPlan:
     """Plan the releases for their share of the budget: ``gaussian_mu`` (``mu``-GDP, ``delta >
     0``) or ``pure_epsilon`` (``delta = 0``); exactly one of them. With ``data_norm=None`` the
     share is split between the magnitudes (:data:`MAGNITUDE_SHARE`) and the moments
     (:data:`SCALING_SHARE`) in proportion, and the moments' bound is ``B = ROW_NORM_FACTOR
     sqrt(d)``. The moment releases (the sums when ``centred``, then the squares) get the same
-    noise per coordinate; the sensitivities of :func:`moment_sensitivities` set their events."""
+    noise per coordinate; the sensitivities of :func:`moment_sensitivities` set their events.
+    ``subsample_moments``: the moments are computed over the first :func:`moment_rows` rows of the
+    fit's random order; with ``block_sizes`` (the sizes of the row blocks in their reading order),
+    over the whole leading blocks that cover them (:func:`covered_rows`)."""
     if (gaussian_mu is None) == (pure_epsilon is None):
         raise ValueError("plan_scaling needs exactly one of gaussian_mu and pure_epsilon.")
     laplace = gaussian_mu is None
@@ -525,6 +537,8 @@ def plan_scaling(n_samples: int, n_features: int, data_norm: float | None, *, ga
         events += [gaussian_event(noise, s) for s in sensitivities]
     event = events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
     rows = moment_rows(n_samples, noise, laplace) if subsample_moments else None
+    if rows is not None and block_sizes is not None:
+        rows = covered_rows(block_sizes, rows)
     return ScalingPlan(int(n_samples), int(n_features), bound, noise, laplace, event, magnitude_noise, centred, rows)
 
 
@@ -677,10 +691,11 @@ class _ReferencePasses:
     functions of this module, a block of rows at a time). ``rows`` holds the rows the solver will
     read: rewritten in place in memory, the new lazy map of Dask rows."""
 
-    def __init__(self, rows, n_features: int):
+    def __init__(self, rows, n_features: int, order=None):
         self.in_memory = isinstance(rows, np.ndarray)
         self.rows, self.n_features = rows, int(n_features)
         self.features = rows[:, :n_features] if self.in_memory else rows
+        self.order = order  # the blocks' reading order of Dask rows (:func:`skdpsco._dask.stream_order`)
 
     def _replace(self, features) -> None:
         self.features = features
@@ -691,8 +706,14 @@ class _ReferencePasses:
         return row_norms(self.features)
 
     def head(self, n_rows: int) -> "_ReferencePasses":
-        """The passes over the first ``n_rows`` rows (of an in-memory array: a view, in place)."""
-        return self if n_rows >= self.rows.shape[0] else _ReferencePasses(self.rows[:n_rows], self.n_features)
+        """The passes over the first ``n_rows`` rows (of an in-memory array: a view, in place; of
+        Dask rows, the leading blocks of their :attr:`order` that hold exactly ``n_rows`` rows,
+        :func:`skdpsco._dask.leading_blocks`: a new lazy map, these passes' rows unchanged)."""
+        if n_rows >= self.rows.shape[0]:
+            return self
+        if self.in_memory:
+            return _ReferencePasses(self.rows[:n_rows], self.n_features)
+        return _ReferencePasses(_dask().leading_blocks(self.rows, self.order, n_rows), self.n_features)
 
     def magnitude_counts(self) -> np.ndarray:
         return magnitude_counts(self.features)
@@ -710,27 +731,30 @@ class _ReferencePasses:
         return centred_square_sums(self.features, mean, clip)
 
     def standardise(self, mean: np.ndarray, scale: np.ndarray, clip_norm: float, undivided=None) -> None:
-        """As :meth:`_FusedPasses.standardise` (``undivided`` only for in-memory rows)."""
+        """As :meth:`_FusedPasses.standardise`. Dask rows: the :meth:`head` divided was a map of its
+        own, so all the rows are divided and clipped here (lazily, before the standardisation)."""
         if undivided is not None and undivided[0] < self.rows.shape[0]:
-            _ReferencePasses(self.rows[undivided[0]:], self.n_features).divide_and_clip(*undivided[1:])
+            rest = _ReferencePasses(self.rows[undivided[0]:], self.n_features) if self.in_memory else self
+            rest.divide_and_clip(*undivided[1:])
         if self.in_memory:
             standardise_rows(self.features, mean, scale, clip_norm)
         else:
             self._replace(standardised(self.features, mean, scale, clip_norm))
 
 
-def feature_passes(rows, n_features: int, magnitude_counts: np.ndarray | None = None, pending=None):
+def feature_passes(rows, n_features: int, magnitude_counts: np.ndarray | None = None, pending=None, order=None):
     """The passes of the scaling and of the private row bound over ``rows``, whose first
     ``n_features`` columns are the features: the fused kernels for a fit's in-memory array, the
     reference functions for any other layout (the one place the scaling branches on the layout
     of the rows). ``magnitude_counts``: the histograms of the rows' orders of magnitude when the
     pass that copied them counted them (:func:`~skdpsco.solvers._core.clipped_rows_in_order`).
-    ``pending``: rows still to be gathered (:class:`_FusedPasses`). Passes given are returned as they are."""
+    ``pending``: rows still to be gathered (:class:`_FusedPasses`). ``order``: the reading order of
+    the blocks of Dask rows (:class:`_ReferencePasses`). Passes given are returned as they are."""
     if isinstance(rows, (_FusedPasses, _ReferencePasses)):
         return rows
     if fused_rows.fused_layout(rows):
         return _FusedPasses(rows, n_features, magnitude_counts, pending)
-    return _ReferencePasses(rows, n_features)
+    return _ReferencePasses(rows, n_features, order)
 
 
 def column_sums(rows) -> np.ndarray:
