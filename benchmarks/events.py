@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.events`` plans every estimator with every algorithm (and the other private
 objects: :class:`~skdpsco.DPStandardScaler`, :class:`~skdpsco.DPPCA`, :class:`~skdpsco.DPSearchCV`, a ledger of several
-fits) on a small public problem, catches the event each would charge (planning stops at the
+fits, a ``partial_fit`` stream) on a small public problem, catches the event each would charge (planning stops at the
 charge, before any solver reads the rows), and writes ``benchmarks/results/events.md``: the event,
 and its epsilon at the fit's delta by
 
@@ -76,11 +76,11 @@ class _CatchingAccountant(PrivacyAccountant):
         raise _Caught(event)
 
 
-def _caught_event(model, X, y):
+def _caught_event(model, X, y, method="fit", **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         try:
-            model.fit(X, y)
+            getattr(model, method)(X, y, **kwargs)
         except _Caught as caught:
             return caught.event
     raise AssertionError(f"{model!r} did not charge its accountant")
@@ -96,7 +96,7 @@ def _data(n_classes: int | None):
 def emitted_events() -> list[EmittedEvent]:
     """The events of every estimator × algorithm that accepts it, at delta > 0 and, for the
     algorithms that support it, delta = 0 and Laplace noise at delta > 0; the scaler, the private
-    search, and a ledger holding several fits."""
+    search, a ledger holding several fits, DPPCA and a ``partial_fit`` stream."""
     events = []
     estimators = [
         ("DPLogisticRegression, 2 classes", DPLogisticRegression, 2),
@@ -127,16 +127,25 @@ def emitted_events() -> list[EmittedEvent]:
     X, y = _data(2)
     scaler = DPStandardScaler(epsilon=1.0, delta=DELTA, feature_bounds=(-2, 2), accountant=_CatchingAccountant())
     events.append(EmittedEvent("DPStandardScaler", _caught_event(scaler, X, None), DELTA))
+    scaler = DPStandardScaler(epsilon=1.0, delta=DELTA, accountant=_CatchingAccountant())  # magnitudes, moments
+    events.append(EmittedEvent("DPStandardScaler, private bounds", _caught_event(scaler, X, None), DELTA))
+    scaler = DPStandardScaler(epsilon=1.0, delta=DELTA, feature_bounds=(-2, 2), accountant=_CatchingAccountant())
+    events.append(EmittedEvent("DPStandardScaler, sample_weight",
+                               _caught_event(scaler, X, None, sample_weight=np.ones(len(X))), DELTA))
     search = DPSearchCV(DPLogisticRegression(), {"alpha": [0.0, 0.01]}, epsilon=1.0, delta=DELTA, n_iter=10,
                         random_state=0, accountant=_CatchingAccountant())
     events.append(EmittedEvent("DPSearchCV", _caught_event(search, X, y), DELTA))
     ledger = [e.event for e in events if e.source.startswith("DPHingeSVM") and "laplace" in e.source][:1]
     ledger += [e.event for e in events if e.source.startswith("DPLogisticRegression, 2") and "[auto]" in e.source]
-    ledger += [events[-2].event]
+    ledger += [next(e.event for e in events if e.source == "DPStandardScaler")]
     events.append(EmittedEvent("ledger of three fits (one-vs-rest Laplace, auto, scaler)",
                                dp_accounting.ComposedDpEvent(ledger), DELTA))
     pca = DPPCA(epsilon=1.0, delta=DELTA, accountant=_CatchingAccountant())  # row bound, moments, matrix
     events.append(EmittedEvent("DPPCA", _caught_event(pca, X, None), DELTA))
+    stream = DPLogisticRegression(epsilon=1.0, delta=DELTA, data_norm=1.0, feature_scaling=None, max_partial_fit_calls=10,
+                                  accountant=_CatchingAccountant())  # the whole stream, charged at the first call
+    events.append(EmittedEvent("DPLogisticRegression partial_fit stream (10 calls)",
+                               _caught_event(stream, X, y, "partial_fit", classes=[0, 1]), DELTA))
     return events
 
 

@@ -296,10 +296,23 @@ def test_search_fits_the_pca_in_every_trial_inside_its_one_event():
 
 
 # -- black-box audit (benchmarks/audits.py) -------------------------------------------------------
-def test_black_box_audit_of_the_matrix_release():
+@pytest.mark.parametrize("name", ["pca_matrix", pytest.param("pca_private_scaling", marks=pytest.mark.slow)])
+def test_black_box_audit_of_the_matrix_release(name):
     from _audits import check_audit
 
-    check_audit("pca_matrix")
+    check_audit(name)
+
+
+def test_black_box_audit_of_the_default_path_moves_the_off_diagonal_by_one():
+    # pca_private_scaling's neighbours (benchmarks/audits.py) with the noise divided by 1e9: the
+    # differing row standardises onto (1, +-1) / sqrt 2 (z_1 z_2 = +-1/2) and the statistic, the
+    # released correlation less the others' cross product, reads that entry of Z^T Z.
+    from benchmarks.audits import AUDITS, weakened
+
+    setup = AUDITS["pca_private_scaling"].setup
+    with weakened("gaussian", 1e9):
+        values = [setup.statistic(setup.run(dataset, 0)) for dataset in (setup.dataset_0, setup.dataset_1)]
+    assert values == pytest.approx([0.5, -0.5], abs=0.01)
 
 
 def test_search_with_an_accounted_step_searches_whatever_the_signal():

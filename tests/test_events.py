@@ -19,7 +19,7 @@ EMITTED = emitted_events()
 def test_every_estimator_and_algorithm_is_listed():
     sources = " ".join(e.source for e in EMITTED)
     for name in ("DPLogisticRegression, 2 classes", "multinomial", "one-vs-rest", "DPLpRegression", "unscaled",
-                 "DPStandardScaler", "DPPCA", "DPSearchCV", "ledger", "[auto]", "laplace", "delta=0"):
+                 "DPStandardScaler", "DPPCA", "partial_fit", "DPSearchCV", "ledger", "[auto]", "laplace", "delta=0"):
         assert name in sources
 
 

@@ -192,12 +192,38 @@ def test_scikit_learn_estimator_checks(estimator, check):
         check(estimator)
 
 
-@pytest.mark.parametrize("name", audit_params("scaler"))
+@pytest.mark.parametrize("name", audit_params("scaler", "scaler_private_bounds", "scaler_weighted"))
 def test_scaler_audit_respects_the_claim_and_catches_the_weakened_noise(name):
-    # benchmarks/audits.py: one row moves from -0.15 to 1, shifting both releases (the mean and the
-    # second moment), the others at +-1/sqrt 2 away from the variance's clipping; the statistic is
-    # the likelihood ratio of the two releases.
+    # benchmarks/audits.py: one row moves, shifting both releases (the mean and the second moment),
+    # the others away from the variance's clipping; the statistic is the likelihood ratio of the two
+    # releases. Without feature_bounds the released scale is the same on both datasets; with
+    # sample_weight both releases are divided by the noisy mean weight.
     check_audit(name)
+
+
+@pytest.mark.parametrize("name", ["scaler", "scaler_private_bounds", "scaler_weighted"])
+def test_scaler_audit_statistic_moves_by_the_designed_shift_without_noise(name):
+    # The audits' neighbours and statistic (benchmarks/audits.py), the noise divided by 1e9: the
+    # statistic moves by the squared mu of the designed shift, sum_j shift_j**2 / sigma_j**2, over the
+    # released mean weight t with sample_weight (public here: 3/4 of max_weight on both datasets,
+    # the row's weight unchanged), and the released scale is 1 on both.
+    from benchmarks.audits import AUDITS, weakened
+
+    setup = AUDITS[name].setup
+    with weakened("gaussian", 1e9), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = [setup.run(dataset, 0) for dataset in (setup.dataset_0, setup.dataset_1)]
+    X0, X1 = setup.dataset_0[0][:, 0], setup.dataset_1[0][:, 0]
+    n = X0.size
+    bound = 1.0 if fits[0].feature_bounds is not None else _bounds.SCALED_BOUND
+    a0, a1 = np.clip([X0[0], X1[0]], -bound, bound)
+    sigma = fits[0].noise_std_[:2]
+    shift = np.array([(a1 - a0) / n, (a1**2 - a0**2) / n])
+    t = 1.0 if name != "scaler_weighted" else 0.75 + 0.25 / n
+    expected = np.sum(shift**2 / np.square(sigma)) / t
+    assert setup.statistic(fits[1]) - setup.statistic(fits[0]) == pytest.approx(expected, rel=1e-6)
+    for fit in fits:
+        assert fit.feature_scales_ is None or fit.feature_scales_[0] == 1.0
 
 
 # -- without feature_bounds: the estimators' private orders of magnitude -----------------------
