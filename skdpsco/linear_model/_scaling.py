@@ -561,7 +561,7 @@ def release_magnitudes(X, plan: ScalingPlan, rng: np.random.Generator) -> np.nda
     fallback errs towards shrinking, never towards blowing a feature up. With only noise in a
     histogram (a feature that is mostly zero) the noisiest window is an arbitrary power of two,
     and a tiny one would make the feature dominate every clipped row; a median alone
-    (f380b01) did that to large features whose window just missed the threshold, the usual case
+    did that to large features whose window just missed the threshold, the usual case
     at small ``n``: breast_cancer's areas (about 654) divided by ``2**-2`` at ``epsilon = 1``,
     every other feature erased by the clip to ``B``. The median keeps a mostly-zero feature on the
     scale of the others (pixels, counts and ratings share one); a feature's own order, when

@@ -291,9 +291,9 @@ def clipped_gradient(loss, clip_norm: float, l2_penalty: float = 0.0) -> _core.G
     under both neighbours given the past, so the sensitivity stays ``2 C`` (module docstring).
 
     A batch of more than :data:`skdpsco.rows.BLOCK_ROWS` rows is summed block by block, each
-    block's margins, norms and product read while it is in cache (a batch of ``10^5`` rows of 21
-    columns measured 1.6 ms per ``10^4`` rows in one product, 0.49 ms block by block, as for
-    ``10^3`` and ``10^4`` rows); a batch of at most ``BLOCK_ROWS`` rows is one block.
+    block's margins, norms and product read while it is in cache, so that a call's time grows in
+    proportion to its rows (``benchmarks/results/stream.md``); a batch of at most ``BLOCK_ROWS``
+    rows is one block.
     """
 
     def clipped_sum(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
