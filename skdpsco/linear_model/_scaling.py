@@ -228,8 +228,7 @@ from 2.1 to 1.3, its coefficients still from -10 to 3.4; held-out AUC of ``digit
 epsilon 0.5 -0.02 and accuracy of ``digits`` -0.03, of ``breast_cancer`` -0.05 (30 splits); at
 epsilon 1 and 3 within +0.008 of this one). No floor makes a rare level's coefficient meaningful
 at these sizes, so the floor stays at one standard deviation. Where the orders of magnitude are
-released, :data:`RELATIVE_SCALE_FLOOR` bounds the scale from below as well, at no measured cost.
-Public."""
+released, :data:`RELATIVE_SCALE_FLOOR` bounds the scale from below as well. Public."""
 
 
 RELATIVE_SCALE_FLOOR = 1.0 / 16.0
@@ -248,7 +247,10 @@ of the standardised rows, and its coefficient ``coef_j = w_j / (s_j scale_j C)``
 benchmark sets there no cell moved by more than 0.001, nor with ``Normalizer`` (``benchmarks/real.py``,
 10 splits), and on its validation sets by at most 0.007 (iris at epsilon 10, +- 0.006); a floor of
 ``1/8`` cost 0.007 of the synthetic AUC at epsilon 0.5. Where the noise floor is larger
-(``digits``: 64 features, 1257 rows) it changes nothing."""
+(``digits``: 64 features, 1257 rows) it changes nothing. Its cost: a predictive feature whose
+spread is below ``1/16`` of its order (6-10 % of its magnitude) is standardised to a smaller
+spread than its own; on synthetic rows of 5000 rows at epsilon 1 that cost about 0.01 of AUC
+(-0.008 +- 0.004 at 10 %, 10 splits), nothing at 20 % or at 2e5 rows."""
 
 
 MOMENT_ROWS = 2**16
