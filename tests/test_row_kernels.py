@@ -2,6 +2,8 @@
 :mod:`skdpsco.linear_model._scaling`: the same integers for the histograms, the same values up to
 the rounding of a sum's order for the rest, on any number of blocks and threads."""
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -171,3 +173,19 @@ def test_loss_derivatives_match_the_losses_formulas(loss_name, weighted, hessian
     monkeypatch.setattr(rows, "THREADS", 1)
     again = rows.loss_derivatives(X, y, w, code, c if weighted else None, hessian)
     assert np.array_equal(again[0], gradient) and (not hessian or np.array_equal(again[1], total))
+
+
+def test_shared_threads_run_every_pass_on_one_pool_that_ends_with_the_block(monkeypatch):
+    monkeypatch.setattr(fused, "THREADS", 2)
+    monkeypatch.setattr(fused, "BLOCK_ROWS", 5)
+    alone = fused.map_blocks(lambda start: start, 23)
+    before = threading.active_count()
+    assert alone == [0, 5, 10, 15, 20] and threading.active_count() == before  # a pass alone joins its threads
+    with fused.shared_threads():
+        for _ in range(3):
+            assert fused.map_blocks(lambda start: start, 23) == alone
+            assert threading.active_count() == before + 2  # the pool's threads stay for the next pass
+        with fused.shared_threads():  # a nested block shares the outer pool
+            assert fused.map_blocks(lambda start: start, 23) == alone
+            assert threading.active_count() == before + 2
+    assert threading.active_count() == before  # no thread outlives the block

@@ -52,6 +52,22 @@ from .. import rows as fused_rows
 from . import _bounds, _scaling
 
 
+def _label_indices(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """The index of each label of ``y`` in the sorted ``classes``: one binary search a label and
+    one comparison with the label found (no sort of ``y``). A label outside ``classes``, or of a
+    type that cannot be compared with them, is refused without repeating it."""
+    try:
+        indices = np.searchsorted(classes, y)
+        found = np.all(classes.take(indices, mode="clip") == y)
+    except TypeError:  # labels that do not order against classes= (e.g. strings against numbers)
+        found = False
+    if not found:
+        raise ValueError(
+            "y contains labels that are not in classes=; pass the complete public label set "
+            "(this message does not repeat the labels of y)."
+        )
+    return indices
+
 class PrivacyWarning(UserWarning):
     """A public setting that weakens the meaning of the guarantee (e.g. ``delta >= 1/n``)."""
 
@@ -313,7 +329,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         for name in (_STREAM, "n_partial_fit_calls_"):  # fit ends a partial_fit stream: the next call starts a new one
             self.__dict__.pop(name, None)
         try:
-            self._fit_steps(X, y, sample_weight)
+            with fused_rows.shared_threads():  # one pool of threads for every pass of the fit
+                self._fit_steps(X, y, sample_weight)
         except BaseException:
             self._discard_fitted_state()
             raise
@@ -1364,15 +1381,10 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
     def _encoded_labels(self, y, classes: np.ndarray) -> np.ndarray:
         """``+-1`` for two classes, indices in ``classes`` otherwise; sets ``classes_``. A label
         outside ``classes`` is refused, without repeating it."""
-        if np.setdiff1d(np.unique(y), classes).size:
-            raise ValueError(
-                "y contains labels that are not in classes=; pass the complete public label set "
-                "(this message does not repeat the labels of y)."
-            )
+        indices = _label_indices(y, classes)
         self.classes_ = classes
-        indices = np.searchsorted(classes, y)
         if classes.size == 2:
-            return np.where(indices == 1, 1.0, -1.0)
+            return 2.0 * indices - 1.0  # +-1, in one pass
         return indices
 
     def _encode_dask_targets(self, y):

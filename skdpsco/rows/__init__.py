@@ -28,7 +28,10 @@ module imports nothing of the package: the constants of the releases are argumen
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -45,6 +48,8 @@ __all__ = [
     "gather_standardised",
     "loss_derivatives",
     "magnitude_counts",
+    "map_blocks",
+    "shared_threads",
     "standardise",
 ]
 
@@ -60,19 +65,52 @@ def fused_layout(rows) -> bool:
     return isinstance(rows, np.ndarray) and rows.ndim == 2 and rows.dtype == np.float64 and rows.flags.c_contiguous
 
 
+_THIS_THREAD = threading.local()
+"""The pool of :func:`shared_threads` the calling thread is inside of (attribute ``pool``), if any."""
+
+
+@contextmanager
+def shared_threads() -> Iterator[None]:
+    """Within the ``with`` block, the passes the calling thread starts run on one pool of
+    :data:`THREADS` threads, started once, instead of a pool started and joined per pass (a fit
+    makes a dozen passes or more; starting the threads of one is a few tenths of a millisecond).
+    The pool belongs to the calling thread (fits running in other threads have their own) and
+    ends with the block, so no thread outlives a fit. Nested blocks share the outer pool."""
+    if THREADS == 1 or getattr(_THIS_THREAD, "pool", None) is not None:
+        yield
+        return
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        _THIS_THREAD.pool = pool
+        try:
+            yield
+        finally:
+            _THIS_THREAD.pool = None
+
+
+def imap_blocks(run: Callable, n_rows: int, block_rows: int | None = None) -> Iterator:
+    """``run(start)`` for ``start in range(0, n_rows, block_rows)`` (default :data:`BLOCK_ROWS`),
+    over :data:`THREADS` threads (the pool of :func:`shared_threads` when the caller is inside
+    one), yielded in the order of the starts as they finish."""
+    starts = range(0, n_rows, BLOCK_ROWS if block_rows is None else block_rows)
+    pool = getattr(_THIS_THREAD, "pool", None)
+    if len(starts) <= 1 or THREADS == 1:
+        yield from map(run, starts)
+    elif pool is not None:
+        yield from pool.map(run, starts)
+    else:
+        with ThreadPoolExecutor(max_workers=min(THREADS, len(starts))) as pool:
+            yield from pool.map(run, starts)
+
+
+def map_blocks(run: Callable, n_rows: int, block_rows: int | None = None) -> list:
+    """``list(imap_blocks(run, n_rows, block_rows))``: the results of every block, in order."""
+    return list(imap_blocks(run, n_rows, block_rows))
+
+
 def _over_blocks(kernel, rows: np.ndarray, *args) -> list:
     """``[kernel(block, *args) for block in blocks of rows]``, in the order of the blocks, over
     :data:`THREADS` threads."""
-    return _over_starts(lambda start: kernel(rows[start:start + BLOCK_ROWS], *args), rows.shape[0])
-
-
-def _over_starts(run, n_rows: int) -> list:
-    """``[run(start) for start in range(0, n_rows, BLOCK_ROWS)]``, over :data:`THREADS` threads."""
-    starts = range(0, n_rows, BLOCK_ROWS)
-    if len(starts) <= 1 or THREADS == 1:
-        return [run(start) for start in starts]
-    with ThreadPoolExecutor(max_workers=min(THREADS, len(starts))) as pool:
-        return list(pool.map(run, starts))
+    return map_blocks(lambda start: kernel(rows[start:start + BLOCK_ROWS], *args), rows.shape[0])
 
 
 def _block_sum(results: list, shape) -> np.ndarray:
@@ -149,7 +187,7 @@ def gather_standardised(X: np.ndarray, order: np.ndarray, out: np.ndarray, scale
         _blocks.gather_standardised(X, order[block], out[block], exponents, factors, float(bound), mean, scale,
                                     float(clip_norm), 0.0 if fill is None else float(fill))
 
-    _over_starts(run, order.size)
+    map_blocks(run, order.size)
 
 
 def count_non_finite(X: np.ndarray) -> int:
@@ -209,10 +247,5 @@ def loss_derivatives(rows: np.ndarray, targets: np.ndarray, w: np.ndarray, loss:
             if hessian:
                 np.add(total, part_total, out=total)
 
-    starts = range(0, n_rows, BLOCK_ROWS)
-    if len(starts) <= 1 or THREADS == 1:
-        add(map(block, starts))
-    else:
-        with ThreadPoolExecutor(max_workers=min(THREADS, len(starts))) as pool:
-            add(pool.map(block, starts))
+    add(imap_blocks(block, n_rows))
     return gradient, total

@@ -20,7 +20,6 @@ which weaken :func:`~skdpsco._noise.gaussian_noise`, exercise the code path that
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from scipy import sparse
 
 from .. import _noise
 from ..losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss, QHingeLoss, SquaredHingeLoss, WeightedLoss
-from ..rows import fused_layout
+from ..rows import fused_layout, map_blocks
 from ..smoothing import GaussianSmoothedLoss
 from . import _kernel
 
@@ -326,11 +325,6 @@ GATHER_BLOCK = 16384
 threads (small enough that the first rows of a fit, which the scaling's releases read, are
 gathered by every thread too; the result does not depend on it)."""
 
-GATHER_THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-"""Threads of the compiled gather: the CPUs this process may run on (at most 8). Reading rows in
-a random order is bound by memory latency, which threads overlap (the kernel releases the GIL):
-10^6 x 100 rows on 2 cores, 0.26 s on one thread, 0.14 s on two."""
-
 
 def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fill: float | None = None,
                           magnitude_range: int | None = None, spare_column: bool = False,
@@ -343,7 +337,8 @@ def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fil
     order the solvers read the rows, so they stream memory instead of jumping (``X[order]`` is a
     per-row map, it costs no privacy; a data-independent permutation leaves every guarantee as it
     is, pitfall D5). A C-contiguous float64 ``X`` is gathered by the compiled kernel, one pass,
-    in blocks of :data:`GATHER_BLOCK` rows over :data:`GATHER_THREADS` threads; any other layout
+    in blocks of :data:`GATHER_BLOCK` rows over the threads of :func:`skdpsco.rows.map_blocks` (reading rows
+    in a random order is bound by memory latency, which threads overlap); any other layout
     by :func:`clip_rows` block by block (the reference; same rows); a CSR ``X`` as a CSR matrix
     of the same sparsity pattern, the column of ``fill`` stored in every row
     (:func:`with_constant_column`), gathered by the compiled :func:`_sparse_rows_in_order` into
@@ -385,12 +380,7 @@ def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fil
                                                      0.0 if fill is None else float(fill), counts)
             return non_finite, counts
 
-        starts = range(0, order.size, GATHER_BLOCK)
-        if len(starts) <= 1 or GATHER_THREADS == 1:
-            parts = list(map(gather, starts))
-        else:
-            with ThreadPoolExecutor(max_workers=min(GATHER_THREADS, len(starts))) as pool:
-                parts = list(pool.map(gather, starts))
+        parts = map_blocks(gather, order.size, GATHER_BLOCK)
         if sum(non_finite for non_finite, _ in parts):
             _refuse_non_finite()
         if width is None:
