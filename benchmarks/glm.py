@@ -91,6 +91,17 @@ def _star98_counts():
     return frame[STAR98_FEATURES].to_numpy(float), frame["NABOVE"].to_numpy(float)
 
 
+ANES96_EXOG = ["logpopul", "selfLR", "age", "educ", "income"]
+"""statsmodels' documented exog of anes96 (``logpopul = log(popul + 0.1)``, a fixed per-row map)."""
+
+
+def _anes96(target: str):
+    def load():
+        frame = _statsmodels_frame("anes96")
+        return frame[ANES96_EXOG].to_numpy(float), frame[target].to_numpy(float)
+    return load
+
+
 def rmse(y, p):
     return float(np.sqrt(mean_squared_error(y, p)))
 
@@ -100,8 +111,10 @@ def _pinball(q):
 
 
 # name -> (private model, non-private counterpart, constant model of the training targets, metrics, datasets)
-ROBUST_SETS = {"diabetes": _raw_diabetes, "randhie": _randhie_log, "fair": _fair_affairs, "engel": _engel}
-COUNT_SETS = {"randhie": _randhie_counts, "fair": _fair_affairs, "diabetes": _raw_diabetes, "star98": _star98_counts}
+ROBUST_SETS = {"diabetes": _raw_diabetes, "randhie": _randhie_log, "fair": _fair_affairs, "anes96": _anes96("PID"),
+               "engel": _engel}
+COUNT_SETS = {"randhie": _randhie_counts, "fair": _fair_affairs, "anes96": _anes96("TVnews"), "diabetes": _raw_diabetes,
+              "star98": _star98_counts}
 
 
 def _quantile_entry(q):
