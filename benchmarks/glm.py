@@ -13,7 +13,7 @@ nothing" scores). The goal is a ratio within 1.3. Results: ``benchmarks/results/
 Which real sets count for the goal (the rule, fixed before any result on a new set was seen): **every
 data set bundled with scikit-learn or statsmodels** (no download) **with at least 900 rows, at least one
 feature column, and a numeric non-binary target that is a quantity or an ordered scale** (not a
-nominal class label). In scikit-learn 1.6 and statsmodels 0.14 that is ``randhie``, ``fair`` and
+nominal class label). In scikit-learn 1.6 and statsmodels 0.15 that is ``randhie``, ``fair`` and
 ``anes96``; excluded are ``digits`` (1797 rows, its target a class label), ``co2`` (2284 rows, a
 series with no feature) and every other bundled set (fewer than 900 rows). The target of each set
 is its documented ``endog`` (statsmodels' ``endog_name``) in its own units, a count endog as
