@@ -1,6 +1,7 @@
 """The benchmark harnesses: ``benchmarks/speed.py`` (registries, skip rule, slopes, table),
-``benchmarks/real.py`` (goal verdicts, loaders, the written tables) and ``benchmarks/ledger.py``
-(the ledger's cost per fit)."""
+``benchmarks/real.py`` (goal verdicts, loaders, the written tables), ``benchmarks/ledger.py``
+(the ledger's cost per fit), ``benchmarks/svr.py`` (the tube loss's privacy constants) and
+``benchmarks/glm.py`` (the anes96 loader)."""
 
 import json
 import math
@@ -231,3 +232,48 @@ def test_cli_samples_write_the_guides_files(tmp_path):
     assert len(houses) == len(sales) == 2001
     cities = {line.split(",")[2] for line in houses[1:]}
     assert cities == set(cli_samples.CITIES)  # the categories the guide's command declares
+
+
+def test_svr_tube_loss_is_huber_beyond_the_tube_with_the_huber_privacy_constants():
+    from benchmarks.svr import InsensitiveHuberLoss
+    from skdpsco.losses import HuberLoss
+
+    t, tube = 0.3, 0.2
+    loss, huber = InsensitiveHuberLoss(epsilon=t, tube=tube), HuberLoss(epsilon=t)
+    z = np.linspace(-3.0, 3.0, 6001)
+    y = np.full_like(z, 0.1)
+    r = y - z
+    inside = np.abs(r) <= tube
+    assert np.all(loss.value(z[inside], y[inside]) == 0.0) and np.all(loss.derivative(z[inside], y[inside]) == 0.0)
+    shifted = np.sign(r) * (np.abs(r) - tube)  # Huber of the residual moved to the tube's edge
+    np.testing.assert_allclose(loss.value(z[~inside], y[~inside]), huber.value(np.zeros_like(shifted), shifted)[~inside])
+    # the constants the fit is calibrated with: |phi'| <= min(t, |r|), phi' 1-Lipschitz in z
+    derivative = loss.derivative(z, y)
+    assert np.all(np.abs(derivative) <= np.minimum(t, np.abs(r)) + 1e-15)
+    assert np.max(np.abs(np.diff(derivative)) / np.diff(z)) <= 1.0 + 1e-9
+    np.testing.assert_allclose(np.gradient(loss.value(z, y), z)[1:-1], derivative[1:-1], atol=1e-3)
+    assert loss.constants(1.0, 2.0, 1.0) == huber.constants(1.0, 2.0, 1.0)
+    assert InsensitiveHuberLoss(epsilon=t).value(z, y) == pytest.approx(huber.value(z, y))
+
+
+def test_svr_tube_regressor_spends_what_dphuberregressor_spends():
+    from benchmarks.svr import insensitive_regressor
+    from skdpsco import DPHuberRegressor, PrivacyAccountant
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    y = X @ [1.0, -1.0, 0.5] + rng.standard_t(3, size=2000)
+    fits = [make(random_state=0, accountant=PrivacyAccountant()).fit(X, y)
+            for make in (DPHuberRegressor, insensitive_regressor(0.1))]
+    assert fits[0].epsilon_ == fits[1].epsilon_ and fits[0].delta_ == fits[1].delta_
+    assert fits[1].loss_.tube > 0 and not np.allclose(fits[0].coef_, fits[1].coef_)
+
+
+def test_glm_anes96_features_are_the_documented_exog_without_the_target():
+    pytest.importorskip("statsmodels")
+    from benchmarks.glm import ANES96_EXOG, _anes96
+
+    for target in ("PID", "TVnews"):
+        X, y = _anes96(target)()
+        assert target not in ANES96_EXOG and X.shape == (944, len(ANES96_EXOG))
+        assert np.all((y >= 0) & (y <= 7)) and np.all(y == np.round(y))
