@@ -349,9 +349,16 @@ def privacy_batch_sizes(
     sqrt(p)``: ``B_t >= 2 sqrt(p) eta_t / (kappa sqrt(2 rho) sqrt(sum_{s>=t} eta_s**2))``, which
     depends on the steps only through their ratios and not on ``L``.
     """
-    tail = np.sqrt(np.cumsum(multipliers[::-1] ** 2)[::-1])
-    exact = 2.0 * math.sqrt(n_params) * multipliers / (noise_multiplier * math.sqrt(2.0 * rho) * tail)
-    return np.ceil(exact * _CEIL_SAFETY).astype(np.int64)
+    # in place: the operations (and the float results) of
+    # ceil(2 sqrt(p) m / (kappa sqrt(2 rho) sqrt(cumsum(m[::-1]**2)[::-1])) * _CEIL_SAFETY)
+    tail = np.square(multipliers[::-1])
+    np.cumsum(tail, out=tail)
+    tail = np.sqrt(tail[::-1], out=tail[::-1])
+    tail *= noise_multiplier * math.sqrt(2.0 * rho)
+    exact = 2.0 * math.sqrt(n_params) * multipliers
+    exact /= tail
+    exact *= _CEIL_SAFETY
+    return np.ceil(exact, out=exact).astype(np.int64)
 
 
 def snowball_rows_needed(schedule: str, n_steps: int, n_params: int, kappa: float, rho: float) -> int:

@@ -191,15 +191,25 @@ def amplification_by_iteration_rho(
         ``rho`` of ``rho``-zCDP (FKT's ``rho`` is ``sqrt(2 rho)``).
     """
     steps = np.asarray(steps, dtype=float)
-    batch_sizes = np.asarray(batch_sizes, dtype=float)
+    batch_sizes = np.asarray(batch_sizes)  # integers or floats: divided below as float64 either way
+    if batch_sizes.dtype.kind not in "iuf":
+        batch_sizes = batch_sizes.astype(float)
     noise_stds = np.broadcast_to(np.asarray(noise_stds, dtype=float), steps.shape)
     if not (steps.shape == batch_sizes.shape and steps.ndim == 1 and steps.size > 0):
         raise ValueError("steps and batch_sizes must be non-empty 1-D arrays of equal length.")
-    if np.any(steps <= 0) or np.any(batch_sizes < 1) or np.any(noise_stds <= 0):
+    if not (steps.min() > 0 and batch_sizes.min() >= 1 and noise_stds.min() > 0):
         raise ValueError("steps and noise_stds must be > 0 and batch sizes >= 1.")
-    tail_variance = np.cumsum((steps * noise_stds)[::-1] ** 2)[::-1]
-    shift = 2.0 * lipschitz * steps / batch_sizes
-    return float(np.max(shift**2 / (2.0 * tail_variance)))
+    # in place (a pass over T steps): max((2 L eta / B)**2 / (2 cumsum((eta sigma)[::-1]**2)[::-1]))
+    tail_variance = np.multiply(steps, noise_stds)[::-1]
+    np.square(tail_variance, out=tail_variance)
+    np.cumsum(tail_variance, out=tail_variance)
+    tail_variance = tail_variance[::-1]
+    tail_variance *= 2.0
+    shift = np.multiply(2.0 * lipschitz, steps)
+    shift /= batch_sizes
+    np.square(shift, out=shift)
+    shift /= tail_variance
+    return float(shift.max())
 
 
 def wang_max_hits(n_samples: int, n_steps: int, failure_probability: float) -> float:

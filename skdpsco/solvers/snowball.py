@@ -123,13 +123,13 @@ def plan_snowball(
             f"{n_samples}. Provide more rows, increase epsilon, or use fewer features."
         )
     multipliers = step_multipliers(schedule, n_steps)
-    batch_sizes = privacy_batch_sizes(multipliers, n_params, kappa, rho)
-    batch_sizes = _spread_leftover(batch_sizes, n_samples)
+    batch_sizes = _spread_leftover(privacy_batch_sizes(multipliers, n_params, kappa, rho), n_samples)
     # FKT Thm 3.5 / 3.6 with gradient second moment (1 + kappa^2) L^2 (§A3 generalisation):
     # constant eta = D / (L sqrt((1 + kappa^2) T)); JNN c = D / (L sqrt(1 + kappa^2)).
+    # (in place: the multipliers become the steps, no copy of T floats)
     diameter = 2.0 * radius
-    steps = diameter / (lipschitz * math.sqrt((1.0 + kappa**2) * n_steps)) * multipliers
-    steps = steps * min(1.0, (2.0 / smoothness) / steps.max())  # contraction, FMTT Prop. 18
+    steps = np.multiply(diameter / (lipschitz * math.sqrt((1.0 + kappa**2) * n_steps)), multipliers, out=multipliers)
+    steps *= min(1.0, (2.0 / smoothness) / steps.max())  # contraction, FMTT Prop. 18
     noise_std = kappa * lipschitz / math.sqrt(n_params)
     achieved = amplification_by_iteration_rho(lipschitz, steps, batch_sizes, noise_std)
     if achieved > rho * (1.0 + 1e-9):
@@ -140,11 +140,12 @@ def plan_snowball(
 
 
 def _spread_leftover(batch_sizes: np.ndarray, n_samples: int) -> np.ndarray:
-    """Give the rows the schedule does not need to the batches, evenly, later batches first."""
+    """Give the rows the schedule does not need to the batches, evenly, later batches first (in
+    place: ``batch_sizes`` is returned)."""
     leftover = n_samples - int(batch_sizes.sum())
-    extra = np.full(batch_sizes.size, leftover // batch_sizes.size, dtype=np.int64)
-    extra[batch_sizes.size - leftover % batch_sizes.size :] += 1
-    return batch_sizes + extra
+    batch_sizes += leftover // batch_sizes.size
+    batch_sizes[batch_sizes.size - leftover % batch_sizes.size :] += 1
+    return batch_sizes
 
 
 NOISE_EVERY = 16
