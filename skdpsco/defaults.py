@@ -351,7 +351,7 @@ def privacy_batch_sizes(
     """
     # in place: the operations (and the float results) of
     # ceil(2 sqrt(p) m / (kappa sqrt(2 rho) sqrt(cumsum(m[::-1]**2)[::-1])) * _CEIL_SAFETY)
-    tail = np.square(multipliers[::-1])
+    tail = np.square(np.asarray(multipliers, dtype=float)[::-1])
     np.cumsum(tail, out=tail)
     tail = np.sqrt(tail[::-1], out=tail[::-1])
     tail *= noise_multiplier * math.sqrt(2.0 * rho)

@@ -12,7 +12,9 @@ from skdpsco.defaults import (
     jnn_step_multipliers,
     max_steps,
     privacy_batch_sizes,
+    snowball_noise_multiplier,
     snowball_rows_needed,
+    snowball_utility_factor,
     step_multipliers,
 )
 from skdpsco.solvers.snowball import (
@@ -144,6 +146,17 @@ _SEARCH_GRID = [
 def test_max_steps_equals_a_bisection_over_the_exact_rows(n, schedule, p, kappa, epsilon):
     rho = calibrate_zcdp_rho(epsilon, 1e-6)
     assert max_steps(n, schedule, p, kappa, rho) == _bisected_max_steps(n, schedule, p, kappa, rho)
+
+
+@pytest.mark.parametrize("n", [100, 2_000, 50_000])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("p, epsilon", [(3, 3.0), (101, 0.3), (101, 1.0)])
+def test_snowball_rule_is_the_argmin_over_bisected_steps(n, schedule, p, epsilon):
+    rho = calibrate_zcdp_rho(epsilon, 1e-6)
+    steps = [_bisected_max_steps(n, schedule, p, kappa, rho) for kappa in NOISE_MULTIPLIERS]
+    factors = [snowball_utility_factor(schedule, kappa, T) for kappa, T in zip(NOISE_MULTIPLIERS, steps)]
+    best = factors.index(min(factors))
+    assert snowball_noise_multiplier(n, p, rho, schedule) == (NOISE_MULTIPLIERS[best], steps[best])
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
