@@ -32,6 +32,7 @@ from functools import lru_cache
 import numpy as np
 
 from .accounting import gaussian_noise_multiplier
+from .accounting._events import tail_sums
 
 __all__ = [
     "CURVATURE_FRACTION",
@@ -349,16 +350,18 @@ def privacy_batch_sizes(
     sqrt(p)``: ``B_t >= 2 sqrt(p) eta_t / (kappa sqrt(2 rho) sqrt(sum_{s>=t} eta_s**2))``, which
     depends on the steps only through their ratios and not on ``L``.
     """
-    # in place: the operations (and the float results) of
-    # ceil(2 sqrt(p) m / (kappa sqrt(2 rho) sqrt(cumsum(m[::-1]**2)[::-1])) * _CEIL_SAFETY)
-    tail = np.square(np.asarray(multipliers, dtype=float)[::-1])
-    np.cumsum(tail, out=tail)
-    tail = np.sqrt(tail[::-1], out=tail[::-1])
-    tail *= noise_multiplier * math.sqrt(2.0 * rho)
-    exact = 2.0 * math.sqrt(n_params) * multipliers
-    exact /= tail
-    exact *= _CEIL_SAFETY
-    return np.ceil(exact, out=exact).astype(np.int64)
+    # ceil(2 sqrt(p) m / (kappa sqrt(2 rho) sqrt(cumsum(m[::-1]**2)[::-1])) * _CEIL_SAFETY), the
+    # same floats, by blocks: no temporary of T floats
+    multipliers = np.asarray(multipliers, dtype=float)
+    batch_sizes = np.empty(multipliers.size, dtype=np.int64)
+    for start, stop, tail in tail_sums(multipliers.size, lambda i, j: np.square(multipliers[i:j])):
+        np.sqrt(tail, out=tail)
+        tail *= noise_multiplier * math.sqrt(2.0 * rho)
+        exact = 2.0 * math.sqrt(n_params) * multipliers[start:stop]
+        exact /= tail
+        exact *= _CEIL_SAFETY
+        batch_sizes[start:stop] = np.ceil(exact, out=exact)
+    return batch_sizes
 
 
 def snowball_rows_needed(schedule: str, n_steps: int, n_params: int, kappa: float, rho: float) -> int:

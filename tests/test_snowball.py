@@ -59,6 +59,16 @@ def test_privacy_batch_sizes_are_the_smallest_meeting_the_target(schedule, T):
             assert amplification_by_iteration_rho(L, 0.1 * m, smaller, sigma) > rho
 
 
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_privacy_batch_sizes_are_the_floats_of_their_one_array_formula(schedule):
+    # computed by blocks of the tail sums (skdpsco.accounting._events.tail_sums): the same ceilings
+    m = step_multipliers(schedule, 150_001)
+    p, kappa, rho = 101, 0.7, 0.013
+    formula = np.ceil(2.0 * math.sqrt(p) * m / (kappa * math.sqrt(2.0 * rho) * np.sqrt(np.cumsum(m[::-1] ** 2)[::-1]))
+                      * (1.0 + 1e-12)).astype(np.int64)
+    np.testing.assert_array_equal(privacy_batch_sizes(m, p, kappa, rho), formula)
+
+
 def test_constant_schedule_batches_match_fkt_theorem_3_5_closed_form():
     # FKT Thm 3.5 with FKT rho = sqrt(2 rho_z): B_t = ceil(2 sqrt(d) / (rho sqrt(T - t + 1))).
     rho_z, d, T = 0.02, 30, 40
