@@ -32,6 +32,7 @@ from functools import lru_cache
 import numpy as np
 
 from .accounting import gaussian_noise_multiplier
+from .accounting._events import tail_sums
 
 __all__ = [
     "CURVATURE_FRACTION",
@@ -315,14 +316,20 @@ def jnn_step_multipliers(n_steps: int) -> np.ndarray:
     ``2**-i``: the first half of the steps use 1, each following block is about half as long
     with half the step, and the last step alone uses ``2**-k``.
     """
+    boundaries = _jnn_boundaries(n_steps)
+    multipliers = np.empty(n_steps)
+    for i in range(len(boundaries) - 1):
+        multipliers[boundaries[i] : boundaries[i + 1]] = 2.0**-i
+    return multipliers
+
+
+def _jnn_boundaries(n_steps: int) -> list[int]:
+    """``[T_0, ..., T_k, T]`` of :func:`jnn_step_multipliers`: steps ``T_i <= t < T_{i+1}`` (from 0)
+    get ``2**-i``."""
     if n_steps < 1:
         raise ValueError("n_steps must be >= 1.")
     k = math.ceil(math.log2(n_steps)) if n_steps > 1 else 0
-    boundaries = [n_steps - math.ceil(n_steps * 2.0**-i) for i in range(k + 1)] + [n_steps]
-    multipliers = np.empty(n_steps)
-    for i in range(k + 1):
-        multipliers[boundaries[i] : boundaries[i + 1]] = 2.0**-i
-    return multipliers
+    return [n_steps - math.ceil(n_steps * 2.0**-i) for i in range(k + 1)] + [n_steps]
 
 
 def step_multipliers(schedule: str, n_steps: int) -> np.ndarray:
@@ -343,15 +350,86 @@ def privacy_batch_sizes(
     sqrt(p)``: ``B_t >= 2 sqrt(p) eta_t / (kappa sqrt(2 rho) sqrt(sum_{s>=t} eta_s**2))``, which
     depends on the steps only through their ratios and not on ``L``.
     """
-    tail = np.sqrt(np.cumsum(multipliers[::-1] ** 2)[::-1])
-    exact = 2.0 * math.sqrt(n_params) * multipliers / (noise_multiplier * math.sqrt(2.0 * rho) * tail)
-    return np.ceil(exact * _CEIL_SAFETY).astype(np.int64)
+    # ceil(2 sqrt(p) m / (kappa sqrt(2 rho) sqrt(cumsum(m[::-1]**2)[::-1])) * _CEIL_SAFETY), the
+    # same floats, by blocks: no temporary of T floats
+    multipliers = np.asarray(multipliers, dtype=float)
+    batch_sizes = np.empty(multipliers.size, dtype=np.int64)
+    for start, stop, tail in tail_sums(multipliers.size, lambda i, j: np.square(multipliers[i:j])):
+        np.sqrt(tail, out=tail)
+        tail *= noise_multiplier * math.sqrt(2.0 * rho)
+        exact = 2.0 * math.sqrt(n_params) * multipliers[start:stop]
+        exact /= tail
+        exact *= _CEIL_SAFETY
+        batch_sizes[start:stop] = np.ceil(exact, out=exact)
+    return batch_sizes
 
 
 def snowball_rows_needed(schedule: str, n_steps: int, n_params: int, kappa: float, rho: float) -> int:
     """Rows read by ``n_steps`` Snowball steps of ``schedule`` at noise multiplier ``kappa``: the sum
     of the :func:`privacy_batch_sizes` (``feldman.md`` §A1, §A3)."""
     return int(privacy_batch_sizes(step_multipliers(schedule, n_steps), n_params, kappa, rho).sum())
+
+
+_UNIT_ROUNDOFF = 2.0**-53
+"""``u``: the relative error of one correctly rounded float64 operation."""
+
+
+def _rows_needed_bounds(schedule: str, n_steps: int, n_params: int, kappa: float, rho: float) -> tuple[int, int]:
+    """``(low, high)`` with ``low <= snowball_rows_needed(...) <= high``, in ``O(levels)``, not ``O(T)``.
+
+    Counts the batches of :func:`privacy_batch_sizes` (``feldman.md`` §A1, §A3) per integer level
+    instead of per step. With ``a = 2 sqrt(p)``, ``b = kappa sqrt(2 rho)`` and ``s`` =
+    ``_CEIL_SAFETY`` (the floats that function computes), step ``t`` of multiplier ``m_t`` and tail
+    ``Q_t = sum_{s >= t} m_s**2`` gets ``ceil(z_t)`` rows, ``z_t`` the float of ``X_t = a m_t s / (b
+    sqrt(Q_t))`` (``a m_t`` is exact: ``m_t`` is a power of 2). Its error: the float ``Q_t`` sums at
+    most ``T`` positive terms (relative error at most ``(T - 1) u / (1 - (T - 1) u)`` in any order,
+    Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2), and the square root, the
+    product, the quotient and the safety factor add ``u`` each, so ``|z_t / X_t - 1| <= delta_0 <
+    (T / 2 + 6) u``. Since ``ceil(z) = 1 + #{L >= 1 : z > L}`` for ``z > 0``,
+
+        T + sum_L #{t : X_t (1 - delta_0) > L} <= rows <= T + sum_L #{t : X_t (1 + delta_0) > L}.
+
+    The multipliers are constant on blocks (one block of ones for the constant schedule, the
+    ``2**-i`` of :func:`jnn_step_multipliers`), within which ``Q_t = Q_0 + r 4**-i`` at the ``r``-th
+    step from the block's end, so ``X_t f > L`` exactly for ``r < ((a m_t s f / (b L))**2 - Q_0) /
+    4**-i``: one count per (block, level), computed with ``delta = 2 (T + 16) u`` for ``delta_0``
+    (at least ``delta_0 + 5 u``, which covers the rounding of the threshold) and a margin in ``r``
+    covering the rounding of the subtraction. The ends differ only where some ``X_t`` is within
+    ``delta`` of an integer. Where the levels would outnumber a quarter of the steps, the exact
+    sum is both ends.
+    """
+    if schedule == "jnn":
+        lengths = np.diff(_jnn_boundaries(n_steps))
+    elif schedule == "constant":
+        lengths = np.array([n_steps])
+    else:
+        raise ValueError(f"schedule must be one of {SNOWBALL_SCHEDULES}; got {schedule!r}.")
+    last = lengths.size - 1
+    # Q_0 of each block: the tail sum of the later blocks, exact in units of 4**-last, rounded once
+    later = [0] * lengths.size
+    for i in range(last - 1, -1, -1):
+        later[i] = later[i + 1] + int(lengths[i + 1]) * 4 ** (last - i - 1)
+    start = np.array([q / 4**last for q in later])
+    blocks = np.arange(lengths.size)
+    numerator = 2.0 * math.sqrt(n_params) * 2.0**-blocks * _CEIL_SAFETY
+    denominator = kappa * math.sqrt(2.0 * rho)
+    step = 4.0**-blocks
+    delta = 2.0 * (n_steps + 16) * _UNIT_ROUNDOFF
+    top = numerator * (1.0 + delta) / (denominator * np.sqrt(start + step))  # the largest X f of a block
+    levels = (top * (1.0 + 1e-6)).astype(np.int64) + 1
+    if levels.sum() > max(n_steps // 4, 64):
+        rows = snowball_rows_needed(schedule, n_steps, n_params, kappa, rho)
+        return rows, rows
+    block = np.repeat(blocks, levels)
+    level = (np.arange(block.size) - np.repeat(np.cumsum(levels) - levels, levels) + 1).astype(float)
+    counts = []
+    for factor, side in ((1.0 - delta, -1.0), (1.0 + delta, 1.0)):
+        threshold = (numerator[block] * factor / (denominator * level)) ** 2
+        reach = (threshold - start[block]) / step[block]
+        margin = 8.0 * _UNIT_ROUNDOFF * (threshold + start[block]) / step[block]
+        within = np.clip(np.ceil(reach + side * margin) - 1.0, 0, lengths[block])  # steps r >= 1, r < reach
+        counts.append(int(within.astype(np.int64).sum()))
+    return n_steps + counts[0], n_steps + counts[1]
 
 
 def max_steps(n_samples: int, schedule: str, n_params: int, kappa: float, rho: float) -> int:
@@ -363,10 +441,14 @@ def max_steps(n_samples: int, schedule: str, n_params: int, kappa: float, rho: f
     linear in ``T``, with the Illinois correction (an end kept twice in a row counts half as far
     from the target) and a bisection after any step that did not halve the bracket, which bounds
     the count of evaluations, each ``O(T)``, by twice that of bisection; it takes about 8 at
-    ``n = 10^6``.
+    ``n = 10^6``. Each is first bracketed in ``O(sqrt(p) / (kappa sqrt(rho)))`` by
+    :func:`_rows_needed_bounds`, whose ends meet except where a batch size is within rounding of
+    an integer; only there is the ``O(T)`` sum computed. Every value the search uses is therefore
+    the exact :func:`snowball_rows_needed`, and so are its steps and its answer.
     """
     def rows(n_steps: int) -> int:
-        return snowball_rows_needed(schedule, n_steps, n_params, kappa, rho)
+        low, high = _rows_needed_bounds(schedule, n_steps, n_params, kappa, rho)
+        return low if low == high else snowball_rows_needed(schedule, n_steps, n_params, kappa, rho)
 
     if rows(1) > n_samples:
         return 0

@@ -20,6 +20,7 @@ from skdpsco.accounting import (
     gaussian_event,
     zcdp_event,
 )
+from skdpsco.accounting._events import TAIL_BLOCK, tail_sums
 
 REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
 
@@ -140,6 +141,27 @@ def test_pabi_rho_rejects_inconsistent_schedules():
         amplification_by_iteration_rho(1.0, [0.1, 0.1], [1], 1.0)
     with pytest.raises(ValueError):
         amplification_by_iteration_rho(1.0, [0.1], [0], 1.0)
+
+
+@pytest.mark.parametrize("size", [1, TAIL_BLOCK - 1, TAIL_BLOCK, TAIL_BLOCK + 1, 3 * TAIL_BLOCK + 5])
+def test_tail_sums_are_the_floats_of_one_reverse_cumsum(size):
+    terms = np.random.default_rng(size).lognormal(0.0, 3.0, size)  # magnitudes over decades: sums round
+    tails = np.empty(size)
+    blocks = []
+    for start, stop, block in tail_sums(size, lambda i, j: terms[i:j].copy()):
+        tails[start:stop] = block
+        blocks.append((start, stop))
+    np.testing.assert_array_equal(tails, np.cumsum(terms[::-1])[::-1])  # bit for bit
+    assert blocks[0][1] == size and blocks[-1][0] == 0 and all(b[0] == a[1] for a, b in zip(blocks[1:], blocks))
+
+
+@pytest.mark.parametrize("size", [7, 2 * TAIL_BLOCK + 3])
+def test_pabi_rho_is_the_float_of_its_one_array_formula(size):
+    rng = np.random.default_rng(size)
+    steps, sizes, stds = rng.uniform(0.01, 2.0, size), rng.integers(1, 500, size), rng.uniform(0.1, 3.0, size)
+    formula = np.max((2.0 * 1.7 * steps / sizes) ** 2 / (2.0 * np.cumsum((steps * stds)[::-1] ** 2)[::-1]))
+    assert amplification_by_iteration_rho(1.7, steps, sizes, stds) == formula  # bit for bit
+    assert amplification_by_iteration_rho(1.7, steps, sizes.astype(float), stds) == formula
 
 
 # -- PrivacyAccountant ------------------------------------------------------------------------------

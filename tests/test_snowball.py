@@ -7,7 +7,16 @@ from hypothesis import strategies as st
 
 from skdpsco.accounting import amplification_by_iteration_rho, calibrate_zcdp_rho, epsilon_of
 from skdpsco.solvers._core import clip_rows, iter_batches, project_to_ball, projected_noisy_sgd
-from skdpsco.defaults import jnn_step_multipliers, max_steps, privacy_batch_sizes
+from skdpsco.defaults import (
+    _rows_needed_bounds,
+    jnn_step_multipliers,
+    max_steps,
+    privacy_batch_sizes,
+    snowball_noise_multiplier,
+    snowball_rows_needed,
+    snowball_utility_factor,
+    step_multipliers,
+)
 from skdpsco.solvers.snowball import (
     NOISE_MULTIPLIERS,
     SCHEDULES,
@@ -50,6 +59,16 @@ def test_privacy_batch_sizes_are_the_smallest_meeting_the_target(schedule, T):
             assert amplification_by_iteration_rho(L, 0.1 * m, smaller, sigma) > rho
 
 
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_privacy_batch_sizes_are_the_floats_of_their_one_array_formula(schedule):
+    # computed by blocks of the tail sums (skdpsco.accounting._events.tail_sums): the same ceilings
+    m = step_multipliers(schedule, 150_001)
+    p, kappa, rho = 101, 0.7, 0.013
+    formula = np.ceil(2.0 * math.sqrt(p) * m / (kappa * math.sqrt(2.0 * rho) * np.sqrt(np.cumsum(m[::-1] ** 2)[::-1]))
+                      * (1.0 + 1e-12)).astype(np.int64)
+    np.testing.assert_array_equal(privacy_batch_sizes(m, p, kappa, rho), formula)
+
+
 def test_constant_schedule_batches_match_fkt_theorem_3_5_closed_form():
     # FKT Thm 3.5 with FKT rho = sqrt(2 rho_z): B_t = ceil(2 sqrt(d) / (rho sqrt(T - t + 1))).
     rho_z, d, T = 0.02, 30, 40
@@ -74,6 +93,88 @@ def test_max_steps_is_the_largest_feasible(n, p, kappa, rho, schedule):
     if T > 0:
         assert need(T) <= n
     assert T == n or need(T + 1) > n
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    T=st.integers(1, 200_000), p=st.integers(1, 2000), kappa=st.sampled_from(NOISE_MULTIPLIERS),
+    rho=st.floats(1e-5, 20.0), schedule=st.sampled_from(SCHEDULES),
+)
+def test_rows_needed_bounds_contain_the_exact_sum(T, p, kappa, rho, schedule):
+    low, high = _rows_needed_bounds(schedule, T, p, kappa, rho)
+    assert low <= snowball_rows_needed(schedule, T, p, kappa, rho) <= high
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("T", [100, 4096, 10_000, 65_537])
+@pytest.mark.parametrize("p, kappa, rho", [(4, 1.0, 2.0), (16, 1.0, 2.0), (100, 1.0, 0.5), (1, 4.0, 0.125)])
+def test_rows_needed_bounds_hold_where_batch_sizes_are_integers_before_the_safety_factor(schedule, T, p, kappa, rho):
+    # 2 sqrt(p) / (kappa sqrt(2 rho)) is an integer: batches within rounding of an integer, where
+    # the ends may part (the search then sums exactly); the exact sum stays between them
+    low, high = _rows_needed_bounds(schedule, T, p, kappa, rho)
+    assert low <= snowball_rows_needed(schedule, T, p, kappa, rho) <= high
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_rows_needed_bounds_meet_at_generic_sizes(schedule):
+    rho = calibrate_zcdp_rho(1.0, 1e-6)
+    for T in (1000, 123_457, 800_000):
+        low, high = _rows_needed_bounds(schedule, T, 101, 0.7, rho)
+        assert low == high == snowball_rows_needed(schedule, T, 101, 0.7, rho)
+
+
+def _bisected_max_steps(n, schedule, p, kappa, rho):
+    """The reference: bisection on the exact rows needed, over the bracket [1, n + 1]."""
+    def rows(T):
+        return int(privacy_batch_sizes(step_multipliers(schedule, T), p, kappa, rho).sum())
+
+    if rows(1) > n:
+        return 0
+    feasible, infeasible = 1, n + 1
+    while infeasible - feasible > 1:
+        mid = (feasible + infeasible) // 2
+        feasible, infeasible = (mid, infeasible) if rows(mid) <= n else (feasible, mid)
+    return feasible
+
+
+_SEARCH_GRID = [
+    (n, schedule, p, kappa, epsilon)
+    for n in (100, 2_000, 50_000)
+    for schedule in SCHEDULES
+    for p, epsilon in ((3, 3.0), (101, 0.3), (101, 1.0))
+    for kappa in NOISE_MULTIPLIERS
+] + [
+    (n, schedule, 101, kappa, epsilon)
+    for n, epsilons in ((10**6, (0.3, 1.0)), (3 * 10**6, (1.0,)))
+    for schedule in SCHEDULES
+    for kappa in (NOISE_MULTIPLIERS[0], NOISE_MULTIPLIERS[-1])
+    for epsilon in epsilons
+]
+
+
+@pytest.mark.parametrize("n, schedule, p, kappa, epsilon", _SEARCH_GRID)
+def test_max_steps_equals_a_bisection_over_the_exact_rows(n, schedule, p, kappa, epsilon):
+    rho = calibrate_zcdp_rho(epsilon, 1e-6)
+    assert max_steps(n, schedule, p, kappa, rho) == _bisected_max_steps(n, schedule, p, kappa, rho)
+
+
+@pytest.mark.parametrize("n", [100, 2_000, 50_000])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("p, epsilon", [(3, 3.0), (101, 0.3), (101, 1.0)])
+def test_snowball_rule_is_the_argmin_over_bisected_steps(n, schedule, p, epsilon):
+    rho = calibrate_zcdp_rho(epsilon, 1e-6)
+    steps = [_bisected_max_steps(n, schedule, p, kappa, rho) for kappa in NOISE_MULTIPLIERS]
+    factors = [snowball_utility_factor(schedule, kappa, T) for kappa, T in zip(NOISE_MULTIPLIERS, steps)]
+    best = factors.index(min(factors))
+    assert snowball_noise_multiplier(n, p, rho, schedule) == (NOISE_MULTIPLIERS[best], steps[best])
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("n", [10_000, 200_000])
+def test_max_steps_equals_a_bisection_where_batch_sizes_are_near_integers(schedule, n):
+    low, high = _rows_needed_bounds("constant", 10_000, 4, 1.0, 2.0)
+    assert low < high  # batches of exactly 2 (1 + 1e-12): the search sums these exactly
+    assert max_steps(n, schedule, 4, 1.0, 2.0) == _bisected_max_steps(n, schedule, 4, 1.0, 2.0)
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)

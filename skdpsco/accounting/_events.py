@@ -191,15 +191,48 @@ def amplification_by_iteration_rho(
         ``rho`` of ``rho``-zCDP (FKT's ``rho`` is ``sqrt(2 rho)``).
     """
     steps = np.asarray(steps, dtype=float)
-    batch_sizes = np.asarray(batch_sizes, dtype=float)
+    batch_sizes = np.asarray(batch_sizes)  # integers or floats: divided below as float64 either way
+    if batch_sizes.dtype.kind not in "iuf":
+        batch_sizes = batch_sizes.astype(float)
     noise_stds = np.broadcast_to(np.asarray(noise_stds, dtype=float), steps.shape)
     if not (steps.shape == batch_sizes.shape and steps.ndim == 1 and steps.size > 0):
         raise ValueError("steps and batch_sizes must be non-empty 1-D arrays of equal length.")
-    if np.any(steps <= 0) or np.any(batch_sizes < 1) or np.any(noise_stds <= 0):
+    if not (steps.min() > 0 and batch_sizes.min() >= 1 and noise_stds.min() > 0):
         raise ValueError("steps and noise_stds must be > 0 and batch sizes >= 1.")
-    tail_variance = np.cumsum((steps * noise_stds)[::-1] ** 2)[::-1]
-    shift = 2.0 * lipschitz * steps / batch_sizes
-    return float(np.max(shift**2 / (2.0 * tail_variance)))
+    # max((2 L eta / B)**2 / (2 cumsum((eta sigma)[::-1]**2)[::-1])), the same floats, by blocks
+    largest = []
+    for start, stop, tail_variance in tail_sums(steps.size, lambda i, j: np.square(steps[i:j] * noise_stds[i:j])):
+        tail_variance *= 2.0
+        shift = np.multiply(2.0 * lipschitz, steps[start:stop])
+        shift /= batch_sizes[start:stop]
+        np.square(shift, out=shift)
+        shift /= tail_variance
+        largest.append(shift.max())
+    return float(np.max(largest))
+
+
+TAIL_BLOCK = 1 << 16
+"""Steps per block of :func:`tail_sums` (512 KiB of floats: temporaries that stay in cache and
+are reused, where arrays of ``T`` floats are fresh memory for every plan)."""
+
+
+def tail_sums(size: int, terms):
+    """Yield ``(start, stop, tails)`` over blocks of ``range(size)`` from the last one, with
+    ``tails[i] = sum(terms[start + i:])`` as the float ``np.cumsum(terms[::-1])[::-1]`` computes it.
+
+    ``terms(start, stop)`` returns a new array of the terms of that block. The blocks continue
+    one sequential sum from the end: each block's last term is added to the sum of the later
+    blocks first (``0.0 + x == x`` for the last block), so every partial sum is the same float as
+    in one ``np.cumsum`` over all ``size`` terms, in ``O(TAIL_BLOCK)`` memory.
+    """
+    later = 0.0
+    for stop in range(size, 0, -TAIL_BLOCK):
+        start = max(0, stop - TAIL_BLOCK)
+        tails = terms(start, stop)[::-1]
+        tails[0] += later
+        np.cumsum(tails, out=tails)
+        later = tails[-1]
+        yield start, stop, tails[::-1]
 
 
 def wang_max_hits(n_samples: int, n_steps: int, failure_probability: float) -> float:

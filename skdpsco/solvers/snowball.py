@@ -35,8 +35,8 @@ Choices made here, each derived in the spec:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -59,24 +59,37 @@ def min_samples(n_params: int, epsilon: float, delta: float) -> int:
 
 @dataclass(frozen=True)
 class SnowballPlan:
-    """A Snowball schedule: a function of public quantities only, fixed before the data is read."""
+    """A Snowball schedule: a function of public quantities only, fixed before the data is read.
+
+    Its arrays (``steps``, ``batch_sizes``) are rebuilt from the public ``sizes`` when first read:
+    the plans a privacy calibration only asks for their event then hold no arrays of ``T``.
+    """
 
     schedule: str
     noise_multiplier: float
-    steps: np.ndarray
-    batch_sizes: np.ndarray
+    n_steps: int
     noise_std: float
     rho: float
     rho_target: float
+    sizes: tuple = field(repr=False)
+    """``(n_samples, n_params, lipschitz, smoothness, radius)`` the plan was made for."""
 
     @property
     def dp_event(self):
         """``rho``-zCDP event of the schedule actually run (never above ``rho_target``)."""
         return zcdp_event(self.rho)
 
+    @cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return _schedule(self.schedule, self.noise_multiplier, self.n_steps, self.rho_target, *self.sizes)
+
     @property
-    def n_steps(self) -> int:
-        return int(self.steps.size)
+    def steps(self) -> np.ndarray:
+        return self._arrays[0]
+
+    @property
+    def batch_sizes(self) -> np.ndarray:
+        return self._arrays[1]
 
 
 @lru_cache(maxsize=256)
@@ -122,29 +135,38 @@ def plan_snowball(
             f"{n_params} parameters at epsilon={epsilon:g}, delta={delta:g}; got n_samples="
             f"{n_samples}. Provide more rows, increase epsilon, or use fewer features."
         )
-    multipliers = step_multipliers(schedule, n_steps)
-    batch_sizes = privacy_batch_sizes(multipliers, n_params, kappa, rho)
-    batch_sizes = _spread_leftover(batch_sizes, n_samples)
-    # FKT Thm 3.5 / 3.6 with gradient second moment (1 + kappa^2) L^2 (§A3 generalisation):
-    # constant eta = D / (L sqrt((1 + kappa^2) T)); JNN c = D / (L sqrt(1 + kappa^2)).
-    diameter = 2.0 * radius
-    steps = diameter / (lipschitz * math.sqrt((1.0 + kappa**2) * n_steps)) * multipliers
-    steps = steps * min(1.0, (2.0 / smoothness) / steps.max())  # contraction, FMTT Prop. 18
+    sizes = (n_samples, n_params, lipschitz, smoothness, radius)
     noise_std = kappa * lipschitz / math.sqrt(n_params)
-    achieved = amplification_by_iteration_rho(lipschitz, steps, batch_sizes, noise_std)
+    achieved = amplification_by_iteration_rho(lipschitz, *_schedule(schedule, kappa, n_steps, rho, *sizes), noise_std)
     if achieved > rho * (1.0 + 1e-9):
         raise AssertionError(f"Snowball schedule spends rho={achieved} above its target {rho}.")
+    return SnowballPlan(schedule, kappa, n_steps, noise_std, achieved, rho, sizes)
+
+
+def _schedule(schedule: str, kappa: float, n_steps: int, rho: float, n_samples: int, n_params: int,
+              lipschitz: float, smoothness: float, radius: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(steps, batch_sizes)`` of the plan (read-only): the exact batches of §A1 with the leftover
+    rows spread, and the steps of FKT Thm 3.5 / 3.6 kept contractive."""
+    multipliers = step_multipliers(schedule, n_steps)
+    batch_sizes = _spread_leftover(privacy_batch_sizes(multipliers, n_params, kappa, rho), n_samples)
+    # FKT Thm 3.5 / 3.6 with gradient second moment (1 + kappa^2) L^2 (§A3 generalisation):
+    # constant eta = D / (L sqrt((1 + kappa^2) T)); JNN c = D / (L sqrt(1 + kappa^2)).
+    # (in place: the multipliers become the steps, no copy of T floats)
+    diameter = 2.0 * radius
+    steps = np.multiply(diameter / (lipschitz * math.sqrt((1.0 + kappa**2) * n_steps)), multipliers, out=multipliers)
+    steps *= min(1.0, (2.0 / smoothness) / steps.max())  # contraction, FMTT Prop. 18
     for array in (steps, batch_sizes):
         array.setflags(write=False)
-    return SnowballPlan(schedule, kappa, steps, batch_sizes, noise_std, achieved, rho)
+    return steps, batch_sizes
 
 
 def _spread_leftover(batch_sizes: np.ndarray, n_samples: int) -> np.ndarray:
-    """Give the rows the schedule does not need to the batches, evenly, later batches first."""
+    """Give the rows the schedule does not need to the batches, evenly, later batches first (in
+    place: ``batch_sizes`` is returned)."""
     leftover = n_samples - int(batch_sizes.sum())
-    extra = np.full(batch_sizes.size, leftover // batch_sizes.size, dtype=np.int64)
-    extra[batch_sizes.size - leftover % batch_sizes.size :] += 1
-    return batch_sizes + extra
+    batch_sizes += leftover // batch_sizes.size
+    batch_sizes[batch_sizes.size - leftover % batch_sizes.size :] += 1
+    return batch_sizes
 
 
 NOISE_EVERY = 16
