@@ -4,7 +4,8 @@
 ``--sizes 1e5x20 5e4x1000`` and ``--only unscaled`` (any of :data:`PARTS`) measure just those
 cells and ratios, into ``engine_cells.md`` (the full table is left as it is); ``--floor 8192``
 times the fits with :data:`~skdpsco.linear_model._scaling.MOMENT_ROWS` set to a candidate floor
-(into ``engine_cells_floor8192.md``). For each size (n, d) and each kind of rows, in the same
+(into ``engine_cells_floor8192.md``), ``--moment-rows 1024`` with the releases over exactly that
+many rows (``engine_cells_rows1024.md``). For each size (n, d) and each kind of rows, in the same
 process, right after one another:
 
 * the default private fit of ``DPLogisticRegression()``, ``DPHingeSVM()`` and ``DPLpRegression()``
@@ -29,7 +30,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import multiprocessing
+import os
 import sys
 import time
 import warnings
@@ -67,15 +70,18 @@ GOALS = {"vs_sklearn": 1.0, "vs_unscaled": 1.3, "snowball_vs_sgd_epoch": 1.0, "s
 
 
 @contextlib.contextmanager
-def moment_floor(floor: int | None):
+def moment_floor(floor: int | None, exact: bool = False):
     """:data:`~skdpsco.linear_model._scaling.MOMENT_ROWS` set to ``floor`` (``None``: as it is) inside:
-    a candidate floor measured before it is the library's."""
-    least = scaling.MOMENT_ROWS
-    scaling.MOMENT_ROWS = least if floor is None else floor
+    a candidate floor measured before it is the library's. ``exact``: the noise term of
+    :func:`~skdpsco.linear_model._scaling.moment_rows` left out, so that the releases read exactly
+    ``min(n, floor)`` rows (what a given number of rows costs, whatever the budget)."""
+    saved = scaling.MOMENT_ROWS, scaling.MOMENT_NOISE
+    scaling.MOMENT_ROWS = saved[0] if floor is None else floor
+    scaling.MOMENT_NOISE = math.inf if exact else saved[1]
     try:
         yield
     finally:
-        scaling.MOMENT_ROWS = least
+        scaling.MOMENT_ROWS, scaling.MOMENT_NOISE = saved
 
 
 def make_rows(n: int, d: int, badly_scaled: bool, seed: int = 0):
@@ -230,17 +236,21 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--sizes", nargs="+", type=size, metavar="NxD", help="just these sizes, e.g. 1e5x20 5e4x1000")
     parser.add_argument("--only", nargs="+", choices=PARTS, default=PARTS, help="just these measurements")
-    parser.add_argument("--floor", type=int, help="a candidate MOMENT_ROWS (the scaling's least moment rows)")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument("--floor", type=int, help="a candidate MOMENT_ROWS (the scaling's least moment rows)")
+    chosen.add_argument("--moment-rows", type=int, help="the scaling's releases over exactly this many rows")
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
-    cells = args.sizes is not None or set(args.only) != set(PARTS) or args.floor is not None
-    name = ("engine_cells" + ("" if args.floor is None else f"_floor{args.floor}")) if cells else _name(mode)
+    floor = args.floor if args.moment_rows is None else args.moment_rows
+    suffix = "" if floor is None else f"_floor{floor}" if args.moment_rows is None else f"_rows{floor}"
+    cells = args.sizes is not None or set(args.only) != set(PARTS) or floor is not None
+    name = f"engine_cells{suffix}" if cells else _name(mode)
     command = " ".join(["python -m benchmarks.engine", *(argv if argv is not None else sys.argv[1:])])
     started = time.perf_counter()
     records = []
     for n, d in args.sizes or SIZES[mode]:
         for badly_scaled in (False, True):
-            with moment_floor(args.floor):
+            with moment_floor(floor, exact=args.moment_rows is not None):
                 rows = cell(n, d, badly_scaled, args.repeats, args.only)
             records.extend(rows)
             print("\n".join(table(rows).splitlines()[2:]), flush=True)
@@ -258,7 +268,8 @@ def write(records: list[dict], mode: str, repeats: int, seconds: float, name: st
     name = name or _name(mode)
     command = command or f"python -m benchmarks.engine{' --quick' if mode == 'quick' else ''}"
     text = (f"# The one-pass engine's goals ({mode if name == _name(mode) else 'chosen cells'})\n\n`{command}`"
-            f", {seconds:.0f} s; best of {repeats} fits after a warm-up. A ratio above its goal is marked ✗; "
+            f", {seconds:.0f} s (load average {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} CPUs); "
+            f"best of {repeats} fits after a warm-up. A ratio above its goal is marked ✗; "
             f"'≤' marks a scikit-learn fit stopped after {SKLEARN_TIMEOUT_S:.0f} s (the ratio is an upper bound).\n\n"
             + table(records) + "\n")
     RESULTS.mkdir(exist_ok=True)

@@ -10,7 +10,8 @@ each and their paired difference (mean and standard error over seeds), and the f
 ``--small --floors 8192 16384`` compares candidate floors instead (the rule with
 :data:`~skdpsco.linear_model._scaling.MOMENT_ROWS` set to each) at smaller ``n`` and up to 1000
 features, each against the releases over all rows; a candidate whose rule reads the same rows as
-another (or all of them) is the same fit, fitted once.
+another (or all of them) is the same fit, fitted once; ``--exact`` reads exactly ``min(n, floor)``
+rows (the rule's noise term left out: what fewer rows cost), into ``moment_rows_small_exact.md``.
 
 Rows: :func:`benchmarks.engine.make_rows`, badly scaled (six orders of magnitude across the
 features), with every fifth feature moved to a large offset (``1000`` times its spread: a
@@ -33,7 +34,7 @@ from sklearn.metrics import roc_auc_score
 import skdpsco.linear_model._scaling as scaling
 from skdpsco import DPLogisticRegression, PrivacyAccountant
 
-from .engine import make_rows, moment_floor
+from .engine import make_rows, moment_floor, size
 from .utility import RESULTS
 
 SIZES = {"full": ((3 * 10**5, 20), (3 * 10**5, 100), (10**6, 100)), "quick": ((2 * 10**5, 20),),
@@ -50,8 +51,9 @@ def offset_rows(n: int, d: int, seed: int = 11):
 
 
 def fit_auc(X, y, X_test, y_test, epsilon: float, seed: int, floor: int | None = None) -> tuple[float, float]:
-    """Test AUC and fit seconds of the default ``DPLogisticRegression`` under :func:`moment_floor`."""
-    with moment_floor(floor):
+    """Test AUC and fit seconds of the default ``DPLogisticRegression`` with the releases over
+    exactly the first ``min(n, floor)`` rows (``None``: the library's rule)."""
+    with moment_floor(floor, exact=floor is not None):
         model = DPLogisticRegression(epsilon=epsilon, classes=[0, 1], random_state=seed, accountant=PrivacyAccountant())
         start = time.perf_counter()
         model.fit(X, y)
@@ -59,23 +61,24 @@ def fit_auc(X, y, X_test, y_test, epsilon: float, seed: int, floor: int | None =
     return roc_auc_score(y_test, model.decision_function(X_test)), seconds
 
 
-def rows_read(n: int, d: int, epsilon: float, floor: int | None = None) -> int:
+def rows_read(n: int, d: int, epsilon: float, floor: int | None = None, exact: bool = False) -> int:
     """The rows the releases read at this size and budget under :func:`moment_floor`."""
-    with moment_floor(floor):
+    with moment_floor(floor, exact):
         return DPLogisticRegression(epsilon=epsilon)._plan_scaling(n, d, subsample_moments=True).moment_rows
 
 
-def cell(n: int, d: int, epsilon: float, seeds: int, floors=(None,), test_rows: int = TEST_ROWS) -> dict:
-    """The AUC of the rule with each floor of ``floors`` (``None``: the library's) and of the
-    releases over all rows, paired by seed; a floor whose rule reads the same rows as another is
-    fitted once (the same fit)."""
+def cell(n: int, d: int, epsilon: float, seeds: int, floors=(None,), test_rows: int = TEST_ROWS,
+         exact: bool = False) -> dict:
+    """The AUC of the rule with each floor of ``floors`` (``None``: the library's; ``exact``: the
+    releases over exactly ``min(n, floor)`` rows) and of the releases over all rows, paired by
+    seed; a floor whose rule reads the same rows as another is fitted once (the same fit)."""
     X, y = offset_rows(n + test_rows, d)
     X, y, X_test, y_test = X[:n], y[:n], X[n:], y[n:]
-    read = {floor: rows_read(n, d, epsilon, floor) for floor in floors}
+    read = {floor: rows_read(n, d, epsilon, floor, exact) for floor in floors}
     fits = {m: ([], []) for m in {n, *read.values()}}  # rows read -> (AUCs, seconds) by seed
     for seed in range(seeds):
         for m, (aucs, times) in fits.items():
-            auc, seconds = fit_auc(X, y, X_test, y_test, epsilon, seed, floor=m)  # a floor of m reads m rows here
+            auc, seconds = fit_auc(X, y, X_test, y_test, epsilon, seed, floor=m)
             aucs.append(auc)
             times.append(seconds)
     whole = np.array(fits[n][0])
@@ -107,6 +110,8 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="one small size")
     parser.add_argument("--small", action="store_true", help="n from 2e4 to 1e5, d from 20 to 1000")
     parser.add_argument("--floors", nargs="+", type=int, help="candidate floors (default: the library's)")
+    parser.add_argument("--exact", action="store_true", help="the releases over exactly each floor's rows")
+    parser.add_argument("--sizes", nargs="+", type=size, metavar="NxD", help="just these sizes, e.g. 5e4x20")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--test-rows", type=int, default=TEST_ROWS)
     args = parser.parse_args(argv)
@@ -114,11 +119,12 @@ def main(argv=None) -> None:
     floors = tuple(args.floors) if args.floors else (None,)
     warnings.simplefilter("ignore")
     records = []
-    for n, d in SIZES[mode]:
+    for n, d in args.sizes or SIZES[mode]:
         for epsilon in EPSILONS:
-            records.append(cell(n, d, epsilon, args.seeds, floors, args.test_rows))
+            records.append(cell(n, d, epsilon, args.seeds, floors, args.test_rows, args.exact))
             print("\n".join(table(records[-1:]).splitlines()[2:]), flush=True)
     name = "moment_rows" if mode == "full" else f"moment_rows_{mode}"
+    name += "_exact" if args.exact else ""
     options = " ".join(["python -m benchmarks.moment_rows", *(argv if argv is not None else sys.argv[1:])])
     text = (f"# The scaling's releases over the first rows of a fit ({mode})\n\n"
             f"`{options}`, {args.seeds} seeds, {args.test_rows} test rows; a difference is the AUC of the rule "

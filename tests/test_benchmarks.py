@@ -199,6 +199,19 @@ def test_engine_measures_only_the_chosen_parts_of_the_chosen_sizes():
     assert "| ✗" not in engine.table(records).splitlines()[2].split("|")[6]  # no scikit-learn column filled
 
 
+def test_engine_moment_floor_sets_the_rows_the_releases_read_and_restores_the_rule():
+    from benchmarks import engine
+    from skdpsco.linear_model import _scaling
+
+    rule = _scaling.MOMENT_ROWS, _scaling.MOMENT_NOISE
+    with engine.moment_floor(1024):  # the noise term still applies: 20 / MOMENT_NOISE rows
+        assert _scaling.moment_rows(10**6, 20.0, False) == max(1024, math.ceil(20.0 / rule[1]))
+    with engine.moment_floor(1024, exact=True):
+        assert _scaling.moment_rows(10**6, 20.0, False) == 1024
+        assert _scaling.moment_rows(500, 20.0, False) == 500
+    assert (_scaling.MOMENT_ROWS, _scaling.MOMENT_NOISE) == rule
+
+
 def test_moment_rows_fits_a_floor_that_reads_the_same_rows_once(monkeypatch):
     from benchmarks import moment_rows
 
