@@ -1,7 +1,12 @@
 """The one-pass engine's goals: default fits against scikit-learn's, each ratio measured in one run.
 
-``python -m benchmarks.engine [--quick]`` writes ``benchmarks/results/engine.md`` (and ``.json``).
-For each size (n, d) and each kind of rows, in the same process, right after one another:
+``python -m benchmarks.engine [--quick]`` writes ``benchmarks/results/engine.md`` (and ``.json``);
+``--sizes 1e5x20 5e4x1000`` and ``--only unscaled`` (any of :data:`PARTS`) measure just those
+cells and ratios, into ``engine_cells.md`` (the full table is left as it is); ``--floor 8192``
+times the fits with :data:`~skdpsco.linear_model._scaling.MOMENT_ROWS` set to a candidate floor
+(into ``engine_cells_floor8192.md``), ``--moment-rows 1024`` with the releases over exactly that
+many rows (``engine_cells_rows1024.md``). For each size (n, d) and each kind of rows, in the same
+process, right after one another:
 
 * the default private fit of ``DPLogisticRegression()``, ``DPHingeSVM()`` and ``DPLpRegression()``
   (raw rows, no bound given: the private scaling of the defaults), against the default fit of
@@ -23,8 +28,12 @@ across runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import multiprocessing
+import os
+import sys
 import time
 import warnings
 
@@ -34,6 +43,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression, LogisticRegression, SGDClassifier
 from sklearn.svm import LinearSVC
 
+import skdpsco.linear_model._scaling as scaling
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
 
 from .speed import _best_time
@@ -50,9 +60,28 @@ PAIRS = (
 )
 """(name, private estimator, its scikit-learn counterpart, what it fits)."""
 
+PARTS = ("sklearn", "unscaled", "snowball", "memory")
+"""The measurements of a cell that ``--only`` chooses from: the default fits against scikit-learn's,
+against the unscaled fits, the Snowball fit against its baselines, the peak memory."""
+
 GOALS = {"vs_sklearn": 1.0, "vs_unscaled": 1.3, "snowball_vs_sgd_epoch": 1.0, "snowball_vs_floor": 5.0,
          "peak_memory_over_X": 1.25}
 """The goals, as upper bounds on each ratio."""
+
+
+@contextlib.contextmanager
+def moment_floor(floor: int | None, exact: bool = False):
+    """:data:`~skdpsco.linear_model._scaling.MOMENT_ROWS` set to ``floor`` (``None``: as it is) inside:
+    a candidate floor measured before it is the library's. ``exact``: the noise term of
+    :func:`~skdpsco.linear_model._scaling.moment_rows` left out, so that the releases read exactly
+    ``min(n, floor)`` rows (what a given number of rows costs, whatever the budget)."""
+    saved = scaling.MOMENT_ROWS, scaling.MOMENT_NOISE
+    scaling.MOMENT_ROWS = saved[0] if floor is None else floor
+    scaling.MOMENT_NOISE = math.inf if exact else saved[1]
+    try:
+        yield
+    finally:
+        scaling.MOMENT_ROWS, scaling.MOMENT_NOISE = saved
 
 
 def make_rows(n: int, d: int, badly_scaled: bool, seed: int = 0):
@@ -118,8 +147,8 @@ def _private(estimator, n: int, **params):
     return estimator(accountant=PrivacyAccountant(), **params)
 
 
-def cell(n: int, d: int, badly_scaled: bool, repeats: int) -> list[dict]:
-    """The records of one (n, d, rows) cell."""
+def cell(n: int, d: int, badly_scaled: bool, repeats: int, only=PARTS) -> list[dict]:
+    """The records of one (n, d, rows) cell: the measurements of :data:`PARTS` in ``only``."""
     X, labels, targets = make_rows(n, d, badly_scaled)
     data = {"labels": labels, "targets": targets}
     kind = "badly scaled" if badly_scaled else "isotropic"
@@ -127,35 +156,40 @@ def cell(n: int, d: int, badly_scaled: bool, repeats: int) -> list[dict]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for name, private, public, target in PAIRS:
+            if not {"sklearn", "unscaled", "memory"} & set(only):
+                break
             y = data[target]
             default = _private(private, n).fit(X, y)
             algorithm = default.algorithm_
-            unscaled_norm = float(np.sqrt(np.einsum("ij,ij->i", X, X)).max())  # a public bound, as a user states it
-            seconds = {
-                "default": best_time(lambda: _private(private, n).fit(X, y), repeats),
-                "unscaled": best_time(lambda: _private(private, n, algorithm=algorithm, feature_scaling=None,
-                                                       data_norm=unscaled_norm).fit(X, y), repeats),
+            record = {"n": n, "d": d, "rows": kind, "model": name, "algorithm": algorithm}
+            if {"sklearn", "unscaled"} & set(only):
+                record["default_s"] = best_time(lambda: _private(private, n).fit(X, y), repeats)
+            if "unscaled" in only:
+                unscaled_norm = float(np.sqrt(np.einsum("ij,ij->i", X, X)).max())  # a public bound, as a user states it
+                record["unscaled_s"] = best_time(lambda: _private(private, n, algorithm=algorithm, feature_scaling=None,
+                                                                 data_norm=unscaled_norm).fit(X, y), repeats)
+                record["vs_unscaled"] = record["default_s"] / record["unscaled_s"]
+            if "sklearn" in only:
+                record["sklearn_s"], record["sklearn_finished"] = bounded_time(lambda: public().fit(X, y), repeats)
+                record["vs_sklearn"] = record["default_s"] / record["sklearn_s"]
+            if "memory" in only:
+                record["peak_memory_over_X"] = peak_memory(lambda: _private(private, n).fit(X, y)) / X.nbytes
+            records.append(record)
+        if "snowball" in only:
+            w = np.ones(d)
+            baselines = {
+                "sgd_epoch": best_time(lambda: SGDClassifier(max_iter=1, tol=None, random_state=0).fit(X, labels),
+                                       repeats),
+                "floor": best_time(lambda: X.T @ (X @ w), repeats),
             }
-            seconds["sklearn"], finished = bounded_time(lambda: public().fit(X, y), repeats)
+            snowball = best_time(lambda: _private(DPLogisticRegression, n, algorithm="snowball").fit(X, labels), repeats)
             records.append({
-                "n": n, "d": d, "rows": kind, "model": name, "algorithm": algorithm,
-                **{f"{k}_s": v for k, v in seconds.items()},
-                "vs_sklearn": seconds["default"] / seconds["sklearn"], "sklearn_finished": finished,
-                "vs_unscaled": seconds["default"] / seconds["unscaled"],
-                "peak_memory_over_X": peak_memory(lambda: _private(private, n).fit(X, y)) / X.nbytes,
+                "n": n, "d": d, "rows": kind, "model": "DPLogisticRegression [snowball]", "algorithm": "snowball",
+                "default_s": snowball, **{f"{k}_s": v for k, v in baselines.items()},
+                "snowball_vs_sgd_epoch": snowball / baselines["sgd_epoch"],
+                "snowball_vs_floor": snowball / baselines["floor"],
             })
-        w = np.ones(d)
-        baselines = {
-            "sgd_epoch": best_time(lambda: SGDClassifier(max_iter=1, tol=None, random_state=0).fit(X, labels), repeats),
-            "floor": best_time(lambda: X.T @ (X @ w), repeats),
-        }
-        snowball = best_time(lambda: _private(DPLogisticRegression, n, algorithm="snowball").fit(X, labels), repeats)
-        records.append({
-            "n": n, "d": d, "rows": kind, "model": "DPLogisticRegression [snowball]", "algorithm": "snowball",
-            "default_s": snowball, **{f"{k}_s": v for k, v in baselines.items()},
-            "snowball_vs_sgd_epoch": snowball / baselines["sgd_epoch"], "snowball_vs_floor": snowball / baselines["floor"],
-        })
-        if not badly_scaled:
+        if not badly_scaled and "memory" in only:
             csr = sparse.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))  # about a third of the entries stored
             records.append({
                 "n": n, "d": d, "rows": "CSR (|x| > 1 kept)", "model": "DPLogisticRegression", "algorithm": "auto",
@@ -190,36 +224,57 @@ def table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def size(text: str) -> tuple[int, int]:
+    """``'1e5x20'`` -> ``(100000, 20)``."""
+    n, d = text.lower().split("x")
+    return int(float(n)), int(float(d))
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="two small sizes instead of the goal's three")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--sizes", nargs="+", type=size, metavar="NxD", help="just these sizes, e.g. 1e5x20 5e4x1000")
+    parser.add_argument("--only", nargs="+", choices=PARTS, default=PARTS, help="just these measurements")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument("--floor", type=int, help="a candidate MOMENT_ROWS (the scaling's least moment rows)")
+    chosen.add_argument("--moment-rows", type=int, help="the scaling's releases over exactly this many rows")
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
+    floor = args.floor if args.moment_rows is None else args.moment_rows
+    suffix = "" if floor is None else f"_floor{floor}" if args.moment_rows is None else f"_rows{floor}"
+    cells = args.sizes is not None or set(args.only) != set(PARTS) or floor is not None
+    name = f"engine_cells{suffix}" if cells else _name(mode)
+    command = " ".join(["python -m benchmarks.engine", *(argv if argv is not None else sys.argv[1:])])
     started = time.perf_counter()
     records = []
-    for n, d in SIZES[mode]:
+    for n, d in args.sizes or SIZES[mode]:
         for badly_scaled in (False, True):
-            rows = cell(n, d, badly_scaled, args.repeats)
+            with moment_floor(floor, exact=args.moment_rows is not None):
+                rows = cell(n, d, badly_scaled, args.repeats, args.only)
             records.extend(rows)
             print("\n".join(table(rows).splitlines()[2:]), flush=True)
-            write(records, mode, args.repeats, time.perf_counter() - started)  # a cut-short run keeps its cells
-    print((RESULTS / f"{_name(mode)}.md").read_text())
+            write(records, mode, args.repeats, time.perf_counter() - started, name, command)  # a cut-short run keeps its cells
+    print((RESULTS / f"{name}.md").read_text())
 
 
 def _name(mode: str) -> str:
     return "engine" if mode == "full" else "engine_quick"
 
 
-def write(records: list[dict], mode: str, repeats: int, seconds: float) -> None:
+def write(records: list[dict], mode: str, repeats: int, seconds: float, name: str | None = None,
+          command: str | None = None) -> None:
     """The table and the records of the cells measured so far, under ``benchmarks/results/``."""
-    text = (f"# The one-pass engine's goals ({mode})\n\n`python -m benchmarks.engine{' --quick' if mode == 'quick' else ''}`"
-            f", {seconds:.0f} s; best of {repeats} fits after a warm-up. A ratio above its goal is marked ✗; "
+    name = name or _name(mode)
+    command = command or f"python -m benchmarks.engine{' --quick' if mode == 'quick' else ''}"
+    text = (f"# The one-pass engine's goals ({mode if name == _name(mode) else 'chosen cells'})\n\n`{command}`"
+            f", {seconds:.0f} s (load average {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} CPUs); "
+            f"best of {repeats} fits after a warm-up. A ratio above its goal is marked ✗; "
             f"'≤' marks a scikit-learn fit stopped after {SKLEARN_TIMEOUT_S:.0f} s (the ratio is an upper bound).\n\n"
             + table(records) + "\n")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{_name(mode)}.md").write_text(text)
-    (RESULTS / f"{_name(mode)}.json").write_text(json.dumps(records, indent=1))
+    (RESULTS / f"{name}.md").write_text(text)
+    (RESULTS / f"{name}.json").write_text(json.dumps(records, indent=1))
 
 
 if __name__ == "__main__":

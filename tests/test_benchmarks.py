@@ -188,6 +188,46 @@ def test_engine_bounds_a_slow_scikit_learn_fit(monkeypatch):
     assert engine._ratio(record, "vs_sklearn") == "≤ 0.40"
 
 
+def test_engine_measures_only_the_chosen_parts_of_the_chosen_sizes():
+    from benchmarks import engine
+
+    assert engine.size("5e4x1000") == (50_000, 1000)
+    records = engine.cell(400, 3, False, 1, only=("unscaled",))
+    assert [r["model"] for r in records] == [name for name, *_ in engine.PAIRS]
+    for record in records:
+        assert record["vs_unscaled"] == pytest.approx(record["default_s"] / record["unscaled_s"])
+        assert "vs_sklearn" not in record and "peak_memory_over_X" not in record
+    assert "| ✗" not in engine.table(records).splitlines()[2].split("|")[6]  # no scikit-learn column filled
+
+
+def test_engine_moment_floor_sets_the_rows_the_releases_read_and_restores_the_rule():
+    from benchmarks import engine
+    from skdpsco.linear_model import _scaling
+
+    rule = _scaling.MOMENT_ROWS, _scaling.MOMENT_NOISE
+    with engine.moment_floor(1024):  # the noise term still applies: 20 / MOMENT_NOISE rows
+        assert _scaling.moment_rows(10**6, 20.0, False) == max(1024, math.ceil(20.0 / rule[1]))
+    with engine.moment_floor(1024, exact=True):
+        assert _scaling.moment_rows(10**6, 20.0, False) == 1024
+        assert _scaling.moment_rows(500, 20.0, False) == 500
+    assert (_scaling.MOMENT_ROWS, _scaling.MOMENT_NOISE) == rule
+
+
+def test_moment_rows_fits_a_floor_that_reads_the_same_rows_once(monkeypatch):
+    from benchmarks import moment_rows
+
+    monkeypatch.setattr(moment_rows.scaling, "MOMENT_NOISE", 1e9)  # the floor alone sets the rows read
+    fitted = []
+    original = moment_rows.fit_auc
+    monkeypatch.setattr(moment_rows, "fit_auc", lambda *a, floor=None: fitted.append(floor) or original(*a, floor=floor))
+    record = moment_rows.cell(600, 3, 3.0, 2, floors=(100, 10**6), test_rows=200)
+    rules = {rule["floor"]: rule for rule in record["rules"]}
+    assert rules[10**6]["moment_rows"] == 600 and rules[10**6]["difference"] == 0.0  # all rows: the same fit
+    assert rules[100]["moment_rows"] < 600
+    assert sorted(fitted) == sorted([600, rules[100]["moment_rows"]] * 2)  # two seeds, one fit per distinct rule
+    assert len(moment_rows.table([record]).splitlines()) == 4
+
+
 def test_auto_compute_table_marks_auto_and_the_gap_to_the_best():
     from benchmarks.auto_compute import table
 
