@@ -1,6 +1,7 @@
 """Power of the black-box privacy audits against a 2x noise error (issue 18).
 
-``python -m benchmarks.audit_power [--quick] [--only NAME ...] [--seeds S]`` runs every audit of
+``python -m benchmarks.audit_power [--quick] [--only NAME ...] [--seeds S] [--factors F ...]
+[--trials N]`` runs every audit of
 :data:`benchmarks.audits.AUDITS` at ``S`` independent audit seeds (20 by default; ``--quick``:
 4 seeds, the audits of the default test suite only) and writes
 ``benchmarks/results/audit_power{,_quick}.{md,json}``: one row per audit with the mechanism, the
@@ -126,21 +127,24 @@ def tightness(audit: Audit, n_trials: int = TIGHTNESS_TRIALS) -> float:
     return float(abs(values[1].mean() - values[0].mean()) / spread / mu_claimed)
 
 
-def measure(audit: Audit, n_seeds: int) -> dict:
-    """Honest and weakened audits of ``audit`` at seeds ``0 .. n_seeds - 1``."""
+def measure(audit: Audit, n_seeds: int, factors=(), n_trials: int | None = None) -> dict:
+    """Honest and weakened audits of ``audit`` at seeds ``0 .. n_seeds - 1``: weakened by the
+    audit's factor, by 2 (unless ``audit.measure_halved`` is off) and by each of ``factors``, at
+    ``n_trials`` trials per dataset (default ``audit.n_trials``)."""
     started = time.perf_counter()
     claimed = audit.setup.claimed_epsilon
-    factors = sorted({float(audit.factor)} | ({2.0} if audit.measure_halved else set()))
+    n_trials = n_trials or audit.n_trials
+    factors = sorted({float(audit.factor)} | ({2.0} if audit.measure_halved else set()) | {float(f) for f in factors})
     honest, caught = [], {f: [] for f in factors}
     lower = {f: [] for f in factors}
     for seed in range(n_seeds):
-        honest.append(run_audit(audit, seed).epsilon_lower_bound)
+        honest.append(run_audit(audit, seed, n_trials=n_trials).epsilon_lower_bound)
         for factor in factors:
-            bound = run_audit(audit, seed, factor).epsilon_lower_bound
+            bound = run_audit(audit, seed, factor, n_trials).epsilon_lower_bound
             lower[factor].append(bound)
             caught[factor].append(bound > claimed)
     record = dict(
-        name=audit.name, mechanism=audit.mechanism, neighbours=audit.neighbours, n_trials=audit.n_trials,
+        name=audit.name, mechanism=audit.mechanism, neighbours=audit.neighbours, n_trials=n_trials,
         n_seeds=n_seeds, claimed_epsilon=claimed, delta=audit.setup.delta, knob=audit.knob, factor=audit.factor,
         slow=audit.slow, note=audit.note,
         honest_median=statistics.median(honest), honest_max=max(honest),
@@ -162,8 +166,7 @@ def table(records: list) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
-        factor = f"{r['factor']:g}"
-        extra = "—" if r["factor"] == 2.0 else f"{r['power'][factor]:.2f} (f = {factor})"
+        extra = "; ".join(f"{power:.2f} (f = {f})" for f, power in r["power"].items() if f != "2") or "—"
         halved = f"{r['power']['2']:.2f}" if "2" in r["power"] else "not measured"
         tight = "—" if np.isnan(r["tightness"]) else f"{r['tightness']:.2f}"
         rows.append(
@@ -254,6 +257,10 @@ def main(argv=None) -> None:
     parser.add_argument("--only", nargs="*", help="audit names: rerun these rows and merge them into the "
                         "existing results (same mode)")
     parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--factors", nargs="*", type=float, default=(),
+                        help="further noise divisors measured besides the audit's factor and 2")
+    parser.add_argument("--trials", type=int, default=None,
+                        help="trials per dataset instead of each audit's n_trials (recorded in its row)")
     args = parser.parse_args(argv)
     n_seeds = args.seeds or (QUICK_SEEDS if args.quick else N_SEEDS)
     names = args.only or [name for name, a in AUDITS.items() if not (args.quick and a.slow)]
@@ -270,7 +277,7 @@ def main(argv=None) -> None:
     print(ideal_markdown(ideal_records), flush=True)
     measured = {}
     for name in names:
-        record = measure(AUDITS[name], n_seeds)
+        record = measure(AUDITS[name], n_seeds, args.factors, args.trials)
         measured[name] = record
         print(f"{name}: honest median {record['honest_median']:.3f} / claim {record['claimed_epsilon']:.3f}, "
               f"within {record['honest_within']:.2f}, power {record['power']}, tightness {record['tightness']:.2f}, "
