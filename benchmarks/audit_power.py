@@ -158,8 +158,8 @@ def measure(audit: Audit, n_seeds: int, factors=(), n_trials: int | None = None)
     return record
 
 
-def table(records: list) -> str:
-    """One markdown row per audit."""
+def table(records: list, n_seeds: int = N_SEEDS) -> str:
+    """One markdown row per audit (the trials column also gives a row's seeds where they are not ``n_seeds``)."""
     rows = [
         "| audit | mechanism | neighbours | trials | δ | claimed ε | honest median (max) | honest within | "
         "caught noise/2 | caught noise/f | release / claimed mu | wall s |",
@@ -169,8 +169,9 @@ def table(records: list) -> str:
         extra = "; ".join(f"{power:.2f} (f = {f})" for f, power in r["power"].items() if f != "2") or "—"
         halved = f"{r['power']['2']:.2f}" if "2" in r["power"] else "not measured"
         tight = "—" if np.isnan(r["tightness"]) else f"{r['tightness']:.2f}"
+        seeds = "" if r["n_seeds"] == n_seeds else f" ({r['n_seeds']} seeds)"
         rows.append(
-            f"| {r['name']} | {r['mechanism']} | {r['neighbours']} | {r['n_trials']} | {r['delta']:g} | "
+            f"| {r['name']} | {r['mechanism']} | {r['neighbours']} | {r['n_trials']}{seeds} | {r['delta']:g} | "
             f"{r['claimed_epsilon']:.3f} | {r['honest_median']:.3f} ({r['honest_max']:.3f}) | "
             f"{r['honest_within']:.2f} | {halved} | {extra} | {tight} | {r['seconds']:.0f} |"
         )
@@ -197,7 +198,7 @@ def report(records: list, ideal: str, n_seeds: int, minutes: float, quick: bool)
         f"# Power of the black-box privacy audits against a 2x noise error{' (quick)' if quick else ''}",
         "",
         f"`python -m benchmarks.audit_power{' --quick' if quick else ''}`: {n_seeds} independent audit seeds per "
-        f"row, {minutes:.0f} min on one core in all (the wall column: each row). Audits at δ = {AUDIT_DELTA:g} "
+        f"row unless the trials column says otherwise, {minutes:.0f} min on one core in all (the wall column: each row). Audits at δ = {AUDIT_DELTA:g} "
         "unless stated (pure-DP rows: δ = 0).",
         "",
         "## What a perfect audit can certify",
@@ -217,7 +218,7 @@ def report(records: list, ideal: str, n_seeds: int, minutes: float, quick: bool)
         f"({TIGHTNESS_TRIALS} runs per dataset, about ±0.1), as a fraction of the μ that spends the claimed ε "
         "(Gaussian mechanisms; noise / 2 doubles it).",
         "",
-        table(records),
+        table(records, n_seeds),
         "",
         missing(records, quick),
         "",
@@ -268,6 +269,7 @@ def main(argv=None) -> None:
     RESULTS.mkdir(exist_ok=True)
     previous = json.loads(stem.with_suffix(".json").read_text()) if args.only and stem.with_suffix(".json").exists() else None
     started = time.perf_counter()
+    file_seeds = n_seeds if previous is None else previous["n_seeds"]  # a merged row keeps its own (table)
     if previous is None:
         ideal_records = ideal_table(n_seeds)
         ideal_seconds = time.perf_counter() - started
@@ -282,7 +284,7 @@ def main(argv=None) -> None:
         print(f"{name}: honest median {record['honest_median']:.3f} / claim {record['claimed_epsilon']:.3f}, "
               f"within {record['honest_within']:.2f}, power {record['power']}, tightness {record['tightness']:.2f}, "
               f"{record['seconds']:.0f} s", flush=True)
-    minutes = write_results(stem, measured, ideal_records, ideal_seconds, n_seeds, args.quick, merge=bool(args.only))
+    minutes = write_results(stem, measured, ideal_records, ideal_seconds, file_seeds, args.quick, merge=bool(args.only))
     print(f"this run {(time.perf_counter() - started) / 60:.1f} min; all rows {minutes:.1f} min", flush=True)
 
 
