@@ -195,6 +195,13 @@ def test_objective_perturbation_linear_term_within_its_claim_and_the_check_has_p
     assert wb.objective_search(clip_factor=2.0).ratio > LIMIT
 
 
+def test_a_search_counts_the_neighbours_at_which_a_mutation_is_caught():
+    stream = MECHANISMS["ftrl stream (tree aggregation, 8 calls)"]
+    honest, halved = wb.search(stream), wb.search(stream, noise_factor=0.5)
+    assert honest.caught == 0 and honest.checked == honest.neighbours == halved.checked
+    assert 0 < halved.caught <= halved.checked
+
+
 # -- the adversarial search (slow) ---------------------------------------------------------------------------
 
 
