@@ -1095,7 +1095,7 @@ def scaled_estimator_search(case: EstimatorCase, full: bool = False, noise_facto
                 outcome.neighbours += 1
                 outcome.releases += len(ratios)
                 outcome.update(float(ratios[worst]),
-                               f"release {worst} ({'scaling' if worst < n_scaling else 'noisy GD step'}), background "
+                               f"release {worst} ({'scaling' if worst < n_scaling else 'after the scaling'}), background "
                                f"{seed}, position {position}, row {np.asarray(pair[0][0]).tolist()}/{pair[0][1]} -> "
                                f"{np.asarray(pair[1][0]).tolist()}/{pair[1][1]}")
                 if stop_above is not None and outcome.ratio > stop_above:
@@ -1146,7 +1146,9 @@ def write_report(rows: list, full: bool, path: Path = RESULTS) -> None:
         "# White-box sensitivity audits",
         "",
         f"`python -m benchmarks.whitebox{'' if full else ' --quick'}` ({'full' if full else 'quick'} neighbour search; "
-        f"n = {N}, d = {P}, data_norm = {B}, radius = {RADIUS}, epsilon = {EPSILON}, delta = {DELTA:g}).",
+        f"n = {N}, d = {P}, data_norm = {B}, radius = {RADIUS}, epsilon = {EPSILON}, delta = {DELTA:g})."
+        + ("" if full else " Quick: the axis corners only, one background, the first and last position (the full "
+                           "search adds the diagonals, the intercept column, more backgrounds and the middle position)."),
         "Realised shift of every noisy release on neighbouring datasets with coupled noise, the neighbour replayed on the "
         "released history, against the sensitivity claimed by the noise scale drawn and the event accounted "
         "(trajectory checks: the largest coupled shift of the iterates against the shift the zCDP event allows for the "
