@@ -174,9 +174,9 @@ def composed_releases(event) -> int:
 def tree_ratio(ratios: np.ndarray, event) -> float:
     """Worst of a tree's per-node ratios (realised / ``2 C``) and of their root sum of squares
     over the ``sqrt(m)`` that the event's ``m`` composed releases allow (each node that holds the
-    differing row moves by at most ``2 C`` and at most ``depth`` nodes per task hold it: a row in
-    two leaves, or in more nodes than accounted, passes the first and fails the second;
-    :mod:`skdpsco.solvers.tree`)."""
+    differing row moves by at most ``2 C`` and at most ``depth`` nodes per task hold it,
+    :mod:`skdpsco.solvers.tree`: a row in more nodes than the event composes passes the first and
+    fails the second)."""
     return float(max(np.max(ratios), np.linalg.norm(ratios) / math.sqrt(composed_releases(event))))
 
 
