@@ -1,6 +1,7 @@
 """Power of the black-box privacy audits against a 2x noise error (issue 18).
 
-``python -m benchmarks.audit_power [--quick] [--only NAME ...] [--seeds S]`` runs every audit of
+``python -m benchmarks.audit_power [--quick] [--only NAME ...] [--seeds S] [--factors F ...]
+[--trials N] [--more-seeds]`` runs every audit of
 :data:`benchmarks.audits.AUDITS` at ``S`` independent audit seeds (20 by default; ``--quick``:
 4 seeds, the audits of the default test suite only) and writes
 ``benchmarks/results/audit_power{,_quick}.{md,json}``: one row per audit with the mechanism, the
@@ -126,48 +127,65 @@ def tightness(audit: Audit, n_trials: int = TIGHTNESS_TRIALS) -> float:
     return float(abs(values[1].mean() - values[0].mean()) / spread / mu_claimed)
 
 
-def measure(audit: Audit, n_seeds: int) -> dict:
-    """Honest and weakened audits of ``audit`` at seeds ``0 .. n_seeds - 1``."""
+def bound_summary(claimed: float, honest: list, weakened: dict) -> dict:
+    """A row's columns from its bounds: ``honest`` one per seed, ``weakened`` the same by factor
+    (keys as ``'2'``)."""
+    return dict(
+        n_seeds=len(honest), honest_median=statistics.median(honest), honest_max=max(honest),
+        honest_within=float(np.mean(np.asarray(honest) <= claimed)),
+        power={f: float(np.mean(np.asarray(bounds) > claimed)) for f, bounds in weakened.items()},
+        weakened_median={f: statistics.median(bounds) for f, bounds in weakened.items()},
+        honest_bounds=honest, weakened_bounds=weakened,
+    )
+
+
+def measure(audit: Audit, n_seeds: int, factors=(), n_trials: int | None = None, first_seed: int = 0) -> dict:
+    """Honest and weakened audits of ``audit`` at seeds ``first_seed .. first_seed + n_seeds - 1``:
+    weakened by the audit's factor, by 2 (unless ``audit.measure_halved`` is off) and by each of
+    ``factors``, at ``n_trials`` trials per dataset (default ``audit.n_trials``)."""
     started = time.perf_counter()
     claimed = audit.setup.claimed_epsilon
-    factors = sorted({float(audit.factor)} | ({2.0} if audit.measure_halved else set()))
-    honest, caught = [], {f: [] for f in factors}
-    lower = {f: [] for f in factors}
-    for seed in range(n_seeds):
-        honest.append(run_audit(audit, seed).epsilon_lower_bound)
+    n_trials = n_trials or audit.n_trials
+    factors = sorted({float(audit.factor)} | ({2.0} if audit.measure_halved else set()) | {float(f) for f in factors})
+    honest, lower = [], {f: [] for f in factors}
+    for seed in range(first_seed, first_seed + n_seeds):
+        honest.append(run_audit(audit, seed, n_trials=n_trials).epsilon_lower_bound)
         for factor in factors:
-            bound = run_audit(audit, seed, factor).epsilon_lower_bound
-            lower[factor].append(bound)
-            caught[factor].append(bound > claimed)
+            lower[factor].append(run_audit(audit, seed, factor, n_trials).epsilon_lower_bound)
     record = dict(
-        name=audit.name, mechanism=audit.mechanism, neighbours=audit.neighbours, n_trials=audit.n_trials,
-        n_seeds=n_seeds, claimed_epsilon=claimed, delta=audit.setup.delta, knob=audit.knob, factor=audit.factor,
-        slow=audit.slow, note=audit.note,
-        honest_median=statistics.median(honest), honest_max=max(honest),
-        honest_within=float(np.mean(np.asarray(honest) <= claimed)),
-        power={f"{f:g}": float(np.mean(caught[f])) for f in factors},
-        weakened_median={f"{f:g}": statistics.median(lower[f]) for f in factors},
-        honest_bounds=honest, weakened_bounds={f"{f:g}": lower[f] for f in factors},
+        name=audit.name, mechanism=audit.mechanism, neighbours=audit.neighbours, n_trials=n_trials,
+        claimed_epsilon=claimed, delta=audit.setup.delta, knob=audit.knob, factor=audit.factor,
+        slow=audit.slow, note=audit.note, **bound_summary(claimed, honest, {f"{f:g}": lower[f] for f in factors}),
     )
     record["tightness"] = tightness(audit)
     record["seconds"] = time.perf_counter() - started
     return record
 
 
-def table(records: list) -> str:
-    """One markdown row per audit."""
+def extended(row: dict, record: dict) -> dict:
+    """``row`` with the seeds of ``record`` appended (the next seeds of the same audit, at the same
+    trials and factors: :func:`measure` with ``first_seed = row['n_seeds']``); its tightness is kept."""
+    if record["n_trials"] != row["n_trials"] or record["weakened_bounds"].keys() != row["weakened_bounds"].keys():
+        raise ValueError(f"{row['name']}: the seeds to append were run at other trials or factors")
+    weakened = {f: row["weakened_bounds"][f] + record["weakened_bounds"][f] for f in row["weakened_bounds"]}
+    return {**row, **bound_summary(row["claimed_epsilon"], row["honest_bounds"] + record["honest_bounds"], weakened),
+            "seconds": row["seconds"] + record["seconds"]}
+
+
+def table(records: list, n_seeds: int = N_SEEDS) -> str:
+    """One markdown row per audit (the trials column also gives a row's seeds where they are not ``n_seeds``)."""
     rows = [
         "| audit | mechanism | neighbours | trials | δ | claimed ε | honest median (max) | honest within | "
         "caught noise/2 | caught noise/f | release / claimed mu | wall s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
-        factor = f"{r['factor']:g}"
-        extra = "—" if r["factor"] == 2.0 else f"{r['power'][factor]:.2f} (f = {factor})"
+        extra = "; ".join(f"{power:.2f} (f = {f})" for f, power in r["power"].items() if f != "2") or "—"
         halved = f"{r['power']['2']:.2f}" if "2" in r["power"] else "not measured"
         tight = "—" if np.isnan(r["tightness"]) else f"{r['tightness']:.2f}"
+        seeds = "" if r["n_seeds"] == n_seeds else f" ({r['n_seeds']} seeds)"
         rows.append(
-            f"| {r['name']} | {r['mechanism']} | {r['neighbours']} | {r['n_trials']} | {r['delta']:g} | "
+            f"| {r['name']} | {r['mechanism']} | {r['neighbours']} | {r['n_trials']}{seeds} | {r['delta']:g} | "
             f"{r['claimed_epsilon']:.3f} | {r['honest_median']:.3f} ({r['honest_max']:.3f}) | "
             f"{r['honest_within']:.2f} | {halved} | {extra} | {tight} | {r['seconds']:.0f} |"
         )
@@ -194,7 +212,7 @@ def report(records: list, ideal: str, n_seeds: int, minutes: float, quick: bool)
         f"# Power of the black-box privacy audits against a 2x noise error{' (quick)' if quick else ''}",
         "",
         f"`python -m benchmarks.audit_power{' --quick' if quick else ''}`: {n_seeds} independent audit seeds per "
-        f"row, {minutes:.0f} min on one core in all (the wall column: each row). Audits at δ = {AUDIT_DELTA:g} "
+        f"row unless the trials column says otherwise, {minutes:.0f} min on one core in all (the wall column: each row). Audits at δ = {AUDIT_DELTA:g} "
         "unless stated (pure-DP rows: δ = 0).",
         "",
         "## What a perfect audit can certify",
@@ -214,7 +232,7 @@ def report(records: list, ideal: str, n_seeds: int, minutes: float, quick: bool)
         f"({TIGHTNESS_TRIALS} runs per dataset, about ±0.1), as a fraction of the μ that spends the claimed ε "
         "(Gaussian mechanisms; noise / 2 doubles it).",
         "",
-        table(records),
+        table(records, n_seeds),
         "",
         missing(records, quick),
         "",
@@ -254,6 +272,12 @@ def main(argv=None) -> None:
     parser.add_argument("--only", nargs="*", help="audit names: rerun these rows and merge them into the "
                         "existing results (same mode)")
     parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--factors", nargs="*", type=float, default=(),
+                        help="further noise divisors measured besides the audit's factor and 2")
+    parser.add_argument("--trials", type=int, default=None,
+                        help="trials per dataset instead of each audit's n_trials (recorded in its row)")
+    parser.add_argument("--more-seeds", action="store_true",
+                        help="with --only: run the next --seeds seeds of each row, at its trials and factors, and append them")
     args = parser.parse_args(argv)
     n_seeds = args.seeds or (QUICK_SEEDS if args.quick else N_SEEDS)
     names = args.only or [name for name, a in AUDITS.items() if not (args.quick and a.slow)]
@@ -261,6 +285,7 @@ def main(argv=None) -> None:
     RESULTS.mkdir(exist_ok=True)
     previous = json.loads(stem.with_suffix(".json").read_text()) if args.only and stem.with_suffix(".json").exists() else None
     started = time.perf_counter()
+    file_seeds = n_seeds if previous is None else previous["n_seeds"]  # a merged row keeps its own (table)
     if previous is None:
         ideal_records = ideal_table(n_seeds)
         ideal_seconds = time.perf_counter() - started
@@ -270,12 +295,17 @@ def main(argv=None) -> None:
     print(ideal_markdown(ideal_records), flush=True)
     measured = {}
     for name in names:
-        record = measure(AUDITS[name], n_seeds)
+        if args.more_seeds:
+            row = next(r for r in previous["audits"] if r["name"] == name)
+            record = extended(row, measure(AUDITS[name], n_seeds, [float(f) for f in row["power"]], row["n_trials"],
+                                           first_seed=row["n_seeds"]))
+        else:
+            record = measure(AUDITS[name], n_seeds, args.factors, args.trials)
         measured[name] = record
         print(f"{name}: honest median {record['honest_median']:.3f} / claim {record['claimed_epsilon']:.3f}, "
               f"within {record['honest_within']:.2f}, power {record['power']}, tightness {record['tightness']:.2f}, "
               f"{record['seconds']:.0f} s", flush=True)
-    minutes = write_results(stem, measured, ideal_records, ideal_seconds, n_seeds, args.quick, merge=bool(args.only))
+    minutes = write_results(stem, measured, ideal_records, ideal_seconds, file_seeds, args.quick, merge=bool(args.only))
     print(f"this run {(time.perf_counter() - started) / 60:.1f} min; all rows {minutes:.1f} min", flush=True)
 
 

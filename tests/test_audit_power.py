@@ -16,7 +16,7 @@ import pytest
 
 import skdpsco.location as location
 import skdpsco._noise as noise
-from benchmarks.audit_power import N_SEEDS, ideal_power, measure
+from benchmarks.audit_power import N_SEEDS, extended, ideal_power, measure, table
 from benchmarks.audits import AUDITS, run_audit, weakened
 
 POWER_GOAL = 0.95
@@ -78,3 +78,21 @@ def test_run_audit_is_reproducible_and_honest_for_a_fixed_seed():
     first, again = run_audit(audit, 3, n_trials=200), run_audit(audit, 3, n_trials=200)
     assert first == again
     assert first.n_trials == 200 and first.delta == audit.setup.delta
+
+
+def test_measure_takes_further_factors_and_trials_and_the_table_gives_a_row_its_seeds():
+    record = measure(AUDITS["pnsgd"], 2, factors=(3,), n_trials=300)
+    assert set(record["power"]) == {"2", "3"} and record["n_trials"] == 300 and len(record["honest_bounds"]) == 2
+    row = table([record], n_seeds=N_SEEDS).splitlines()[-1]
+    assert "| 300 (2 seeds) |" in row and "(f = 3)" in row
+    assert "| 300 |" in table([record], n_seeds=2)
+
+
+def test_more_seeds_appended_to_a_row_are_the_row_measured_at_all_seeds():
+    audit = AUDITS["pnsgd"]
+    whole = measure(audit, 3, factors=(3,), n_trials=300)
+    appended = extended(measure(audit, 2, factors=(3,), n_trials=300), measure(audit, 1, (3,), 300, first_seed=2))
+    for key in ("n_seeds", "honest_bounds", "weakened_bounds", "power", "honest_median", "weakened_median", "honest_within"):
+        assert appended[key] == whole[key], key
+    with pytest.raises(ValueError, match="other trials"):
+        extended(whole, measure(audit, 1, (3,), 200, first_seed=3))

@@ -3,7 +3,8 @@
 The white-box checks of every release of a scaled fit (the magnitude histogram, the moments, the
 noisy GD steps on the standardised rows, the neighbour replayed on the released statistics) are
 in ``tests/test_whitebox.py``. Here the whole fit is audited end to end through the public API
-(:func:`skdpsco.audit.audit_mechanism`, the catalogue's conventions of ``benchmarks/audits.py``:
+(:func:`skdpsco.audit.audit_mechanism`; the audits ``scaled_svm_*`` are in the catalogue of
+``benchmarks/audits.py``, so that ``benchmarks/audit_power.py --only`` measures them, with its conventions:
 tiny ``n``, worst-case neighbours, a projection of the release, ``AUDIT_DELTA = 1e-2``), against
 the fit's own ``epsilon_``: the composition of the magnitudes (0.1 of ``mu**2``), the moments
 (0.25) and the solver (the rest).
@@ -37,108 +38,29 @@ fit's noise halved caught by 19 of 20 seeds (0.95, bounds 1.75-3.58). On the mag
 ``n = 37`` (40 minutes): honest 0.926; noise halved caught by 19 of 20 seeds (0.95, bounds 1.73-3.17).
 """
 
-import dataclasses
 import math
 import warnings
 
 import numpy as np
 import pytest
 
-from benchmarks.audits import AUDIT_DELTA, SMOOTHING_WIDTH, Audit, Setup, run_audit
-from skdpsco import DPHingeSVM, DPLogisticRegression, PrivacyAccountant
+from benchmarks.audits import (
+    LATE_MOMENT_ROWS,
+    LATE_ROWS,
+    SCALED_LATE_ROWS,
+    SCALED_MAGNITUDES,
+    SCALED_ROW_BOUND,
+    run_audit,
+)
+from skdpsco import DPLogisticRegression, PrivacyAccountant
 from skdpsco import rows as fused_rows
 from skdpsco.linear_model import _bounds, _scaling
 
-BIG = 2.0**60
-"""Far beyond any clipping bound: every row is clipped onto ``+-B`` (or ``+-B`` times a released
-power of two), whatever the released orders of magnitude (at most ``2**40``)."""
-
 EPSILON = 2.0
-POWER_TRIALS = 20_000
 POWER_SEEDS = 20
 
 
-def scaled_svm_neighbours(n: int = 21):
-    """Row 0 at ``+BIG`` with label 1 or 0; rows 1.. in groups ``(+BIG, 1), (+BIG, 0), (-BIG, 1),
-    (-BIG, 0)``: within each group the hinge gradients ``-y (z, 1)`` cancel inside the kink, and
-    the mean is 0 and the second moment ``B**2`` whatever the scale."""
-    if (n - 1) % 4:
-        raise ValueError("n - 1 must be a multiple of 4")
-    groups = (n - 1) // 4
-    X = np.vstack([[[BIG]], np.tile([BIG, BIG, -BIG, -BIG], groups)[:, None]])
-    labels = np.tile([1, 0, 1, 0], groups)
-    return (X, np.r_[1, labels]), (X, np.r_[0, labels])
-
-
-def scaled_svm_default(n: int = 21, epsilon: float = EPSILON) -> Setup:
-    """``DPHingeSVM`` with the default feature scaling (``data_norm=None``; 'auto' -> noisy GD on the
-    smoothed hinge), a fresh ledger per fit; the claim is ``epsilon_``. At ``n = 21`` the rows are
-    too few for the per-feature magnitudes at this budget, and the default releases one row bound,
-    then the moments; from ``n = 37`` it releases the magnitudes, then the moments."""
-    D0, D1 = scaled_svm_neighbours(n)
-
-    def make(seed):
-        return DPHingeSVM(epsilon=epsilon, delta=AUDIT_DELTA, classes=[0, 1], smoothing_width=SMOOTHING_WIDTH,
-                          random_state=seed, accountant=PrivacyAccountant())
-
-    def run(dataset, seed):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return make(seed).fit(*dataset)
-
-    row = D0[0][:1]
-    return Setup(run, D0, D1, float(run(D0, 0).epsilon_), AUDIT_DELTA, lambda m: float(m.decision_function(row)[0]))
-
-
-AUDIT = Audit(
-    "scaled_svm_default", "DPHingeSVM default feature scaling, n = 21 (too few rows for the magnitudes: one "
-    "private row bound, moments, 'auto' -> noisy GD on the smoothed hinge), epsilon = 2",
-    "row 0 at +B, label flip; 20 rows at +-B in cancelling groups; statistic: the decision value at row 0",
-    scaled_svm_default, POWER_TRIALS, slow=True,
-    note="the row bound is not seen and a label flip leaves the moments: about 0.75 of the claimed mu",
-)
-
-AUDIT_MAGNITUDES = Audit(
-    "scaled_svm_magnitudes", "DPHingeSVM default feature scaling, n = 37 (magnitudes, moments, 'auto' -> noisy GD "
-    "on the smoothed hinge), epsilon = 2", "as scaled_svm_default, 36 rows at +-B",
-    lambda: scaled_svm_default(37), POWER_TRIALS, slow=True,
-    note="the magnitudes are not seen and a label flip leaves the moments: 0.73 of the claimed mu",
-)
-
-LATE_ROWS = 61
-"""Rows of the audit of the rows gathered late: the releases read the first :data:`LATE_MOMENT_ROWS`
-of the fit's order, the other 24 are gathered already scaled (:func:`skdpsco.rows.gather_standardised`)."""
-
-LATE_MOMENT_ROWS = 37
-"""Above the magnitudes' threshold at this budget (about 34.6 rows), so that they are released."""
-
-
-def scaled_svm_late_rows() -> Setup:
-    """:func:`scaled_svm_default` at ``n = 61`` with the scaling's releases over the first 37 rows of
-    the order (``MOMENT_ROWS`` lowered for the audit; the events do not depend on it): the
-    differing row is among the released rows in some runs and gathered after the releases in the
-    others, as the random order puts it."""
-    setup = scaled_svm_default(LATE_ROWS)
-
-    def run(dataset, seed):
-        saved = _scaling.MOMENT_ROWS, _scaling.MOMENT_NOISE
-        _scaling.MOMENT_ROWS, _scaling.MOMENT_NOISE = LATE_MOMENT_ROWS, math.inf
-        try:
-            return setup.run(dataset, seed)
-        finally:
-            _scaling.MOMENT_ROWS, _scaling.MOMENT_NOISE = saved
-
-    return dataclasses.replace(setup, run=run)
-
-
-AUDIT_LATE_ROWS = Audit(
-    "scaled_svm_late_rows", "DPHingeSVM default feature scaling, n = 61, the releases over the first 37 rows of "
-    "the order and the other 24 gathered already scaled (magnitudes, moments, 'auto' -> noisy GD on the "
-    "smoothed hinge), epsilon = 2", "as scaled_svm_default, 60 rows at +-B",
-    scaled_svm_late_rows, POWER_TRIALS, slow=True,
-    note="the magnitudes are not seen and a label flip leaves the moments: 0.73 of the claimed mu",
-)
-
+AUDIT, AUDIT_MAGNITUDES, AUDIT_LATE_ROWS = SCALED_ROW_BOUND, SCALED_MAGNITUDES, SCALED_LATE_ROWS
 AUDITS = {audit.name: audit for audit in (AUDIT, AUDIT_MAGNITUDES, AUDIT_LATE_ROWS)}
 
 
