@@ -267,3 +267,55 @@ def test_a_sparse_fit_holds_one_copy_of_the_rows():
     finally:
         tracemalloc.stop()
     assert peak < 1.5 * stored  # two copies (rows, then rows with their intercept column): 2.2
+
+
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_the_sparse_scaled_gram_is_scipys_product_bit_for_bit(index_type):
+    from skdpsco import rows as fused_rows
+
+    rng = np.random.default_rng(3)
+    csr = sp.random(400, 12, density=0.3, format="csr", random_state=3, data_rvs=rng.standard_normal)
+    csr.data *= 10.0 ** rng.integers(-8, 8, csr.nnz)  # magnitudes whose sums round differently in another order
+    csr.indices, csr.indptr = csr.indices.astype(index_type), csr.indptr.astype(index_type)
+    factors = rng.random(400) * (rng.random(400) < 0.9)  # some rows weigh nothing
+    scaled = core.scale_sparse_rows(csr, factors)
+    expected = (scaled.T @ scaled).toarray()
+    np.testing.assert_array_equal(fused_rows.sparse_scaled_gram(csr, factors), expected)
+    np.testing.assert_allclose(expected, (csr.toarray() * factors[:, None]).T @ (csr.toarray() * factors[:, None]),
+                               rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+    with pytest.raises(ValueError, match="one entry per row"):
+        fused_rows.sparse_scaled_gram(csr, factors[:-1])
+
+
+def test_a_csr_row_block_is_a_view_of_the_rows():
+    csr = _overflowing_csr()
+    block = core.csr_row_block(csr, slice(40, 90))
+    _same_csr(block, csr[40:90])
+    assert np.shares_memory(block.data, csr.data) and np.shares_memory(block.indices, csr.indices)
+    block.data[:] = 0.0  # the rows' own entries
+    assert not csr[40:90].data.any()
+
+
+def test_newtons_sparse_pass_is_the_numpy_blocks_bit_for_bit():
+    """The CSR Newton pass (row blocks viewed in place, the Hessian from the compiled sums)
+    gives the values of scipy's products on copied blocks, the computation it replaces."""
+    from scipy.special import expit
+
+    from skdpsco.solvers import newton
+
+    X, y, _, _ = sparse_data(n=20000, d=9)
+    csr = sp.csr_matrix(X)
+    labels = np.where(y == 1, 1.0, -1.0)
+    w = np.random.default_rng(1).standard_normal(9)
+    loss = LogisticLoss()
+    gradient, hessian = newton.summed_loss_derivatives(csr, labels, w, loss, True)
+    expected_gradient, expected_hessian = np.zeros(9), np.zeros((9, 9))
+    for start in range(0, 20000, newton.HESSIAN_BLOCK):
+        block, block_labels = csr[start:start + newton.HESSIAN_BLOCK], labels[start:start + newton.HESSIAN_BLOCK]
+        margins = block @ w
+        expected_gradient += loss.derivative(margins, block_labels) @ block
+        scaled = core.scale_sparse_rows(block, np.sqrt(expit(margins) * expit(-margins)))
+        expected_hessian += (scaled.T @ scaled).toarray()
+    assert newton.HESSIAN_BLOCK < 20000
+    np.testing.assert_array_equal(gradient, expected_gradient)
+    np.testing.assert_array_equal(hessian, expected_hessian)

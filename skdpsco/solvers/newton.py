@@ -152,7 +152,7 @@ from .._secure import noisy_release
 from ..accounting import epsilon_of, gaussian_event, gaussian_noise_multiplier
 from ..losses import LogisticLoss, MultinomialLogisticLoss, PowerLoss, WeightedLoss
 from .._noise import release_noise
-from ._core import SolverResult, _dask, is_dask, project_to_ball, scale_sparse_rows
+from ._core import SolverResult, _dask, csr_row_block, is_dask, project_to_ball, scale_sparse_rows
 from .noisy_gd import _NOISE_SAFETY  # the same round-up of a closed-form noise level
 
 if TYPE_CHECKING:
@@ -375,7 +375,8 @@ def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool, overwrite_
     gradient = np.zeros(w.shape)
     total = np.zeros((w.size, w.size)) if hessian else None
     for start in range(0, X.shape[0], HESSIAN_BLOCK):
-        X_block, y_block = X[start : start + HESSIAN_BLOCK], y[start : start + HESSIAN_BLOCK]
+        rows = slice(start, min(start + HESSIAN_BLOCK, X.shape[0]))
+        X_block, y_block = csr_row_block(X, rows) if sparse.issparse(X) else X[rows], y[rows]
         margins = X_block @ w.T
         gradient += loss.derivative(margins, y_block).T @ X_block
         if hessian:
@@ -401,13 +402,17 @@ def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weig
     squared loss: ``X^T diag(c phi'') X``, one symmetric rank-``k`` update, ``phi'' = sigma(z)
     sigma(-z)`` or 2; multinomial: the blocks ``(k, l)`` of ``X^T diag(c s_k (delta_kl - s_l)) X``,
     parameter flattened row by row), ``c`` the rows' weights (``None``: all 1). With
-    ``overwrite_rows`` (dense ``X``) the binary losses scale ``X`` in place."""
+    ``overwrite_rows`` (dense ``X``) the binary losses scale ``X`` in place; of a CSR ``X`` they
+    sum the scaled rows' outer products in place of a scaled copy (:func:`skdpsco.rows.sparse_scaled_gram`)."""
     c = 1.0 if row_weights is None else np.asarray(row_weights, dtype=np.float64)
     if margins.ndim == 1:
         curvature = np.full(X.shape[0], 2.0) if is_squared_loss(loss) else expit(margins) * expit(-margins)
         factors = np.sqrt(c * curvature)
-        scaled = np.multiply(X, factors[:, None], out=X) if overwrite_rows else _rows_times(X, factors)
-        total += _dense(scaled.T @ scaled)  # A.T @ A: numpy calls the symmetric BLAS update
+        if sparse.issparse(X):  # scipy's S.T @ S, without its copies of the rows
+            total += fused_rows.sparse_scaled_gram(X, factors)
+            return
+        scaled = np.multiply(X, factors[:, None], out=X) if overwrite_rows else X * factors[:, None]
+        total += scaled.T @ scaled  # A.T @ A: numpy calls the symmetric BLAS update
         return
     n_classes, p = margins.shape[1], X.shape[1]
     probabilities = softmax(margins, axis=1)
