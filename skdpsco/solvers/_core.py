@@ -547,20 +547,26 @@ class RowBatches:
     Iterating yields ``(X_batch, y_batch)``, one per entry of ``batch_sizes``: views of ``X`` when
     ``order`` is a run of consecutive rows (the estimators' rows are already shuffled), copies
     otherwise; the compiled loop reads the same rows in place instead (no copy of ``X``).
+    ``order=None``: the rows of ``X`` in sequence, with no index array of their number.
     """
 
     X: np.ndarray
     y: np.ndarray
-    order: np.ndarray
+    order: np.ndarray | None
     batch_sizes: np.ndarray
     cycle: bool = False
 
+    @property
+    def n_order(self) -> int:
+        """The number of positions in ``order`` (of ``X``'s rows when it is ``None``)."""
+        return self.X.shape[0] if self.order is None else self.order.size
+
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         start = 0
-        first = int(self.order[0]) if self.order.size else 0
-        in_sequence = np.array_equal(self.order, np.arange(first, first + self.order.size))
+        first = 0 if self.order is None or not self.order.size else int(self.order[0])
+        in_sequence = self.order is None or np.array_equal(self.order, np.arange(first, first + self.order.size))
         for size in self.batch_sizes:
-            if self.cycle and start + size > self.order.size:
+            if self.cycle and start + size > self.n_order:
                 start = 0  # the next pass over the rows (see :func:`full_batches`)
             if in_sequence and first + start == 0 and size == self.X.shape[0]:
                 yield self.X, self.y  # every row: no slice (a CSR matrix's slice is a copy)
@@ -579,7 +585,7 @@ def full_batches(X: np.ndarray, y: np.ndarray, n_steps: int) -> RowBatches:
     """``n_steps`` batches of all the rows (full-batch gradient descent): passes over ``X``, which
     the compiled kernel reads in place, one fused pass per step."""
     n = X.shape[0]
-    return RowBatches(X, y, np.arange(n), np.full(n_steps, n, dtype=np.int64), cycle=True)
+    return RowBatches(X, y, None, np.full(n_steps, n, dtype=np.int64), cycle=True)
 
 
 def pool_noise(steps: np.ndarray, noise_stds: np.ndarray, every: int) -> np.ndarray:
@@ -783,13 +789,14 @@ def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radi
     steps = np.ascontiguousarray(steps, dtype=np.float64)
     noise_stds = np.ascontiguousarray(noise_stds, dtype=np.float64)
     sizes = batches.batch_sizes.astype(np.intp)
-    order = np.ascontiguousarray(batches.order, dtype=np.intp)
+    # the kernels read an empty order as the rows in sequence
+    order = np.empty(0, dtype=np.intp) if batches.order is None else np.ascontiguousarray(batches.order, dtype=np.intp)
     if not (sizes.ndim == 1 and sizes.shape == steps.shape == noise_stds.shape):
         raise ValueError(f"Got {sizes.size} batches for {steps.size} steps and {noise_stds.size} noise levels.")
-    if np.any(sizes < 1) or (sizes.max(initial=0) if batches.cycle else sizes.sum()) > order.size:
+    if np.any(sizes < 1) or (sizes.max(initial=0) if batches.cycle else sizes.sum()) > batches.n_order:
         raise ValueError(
             f"Batch sizes must be >= 1 and {'each' if batches.cycle else 'sum to'} at most the "
-            f"{order.size} rows in order."
+            f"{batches.n_order} rows in order."
         )
     if order.size and (order.min() < 0 or order.max() >= batches.X.shape[0]):
         raise ValueError(f"order must index the {batches.X.shape[0]} rows of X.")
@@ -825,7 +832,8 @@ def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray):
     the size of ``w``. A CSR ``X``: :func:`~skdpsco.solvers._kernel.run_sparse_steps` on its
     arrays, read in place (its index arrays as they are when they share one integer type, int32
     or int64, else both as int64) once checked to describe ``X.shape`` (the kernel writes where
-    they point), a buffer for a gradient and one derivative per row of the largest batch."""
+    they point), a buffer for a gradient and the derivatives of a block of rows
+    (:func:`~skdpsco.solvers._kernel.sparse_work_size`)."""
     if not sparse.issparse(X):
         return partial(_kernel.run_steps, X), np.empty_like(w)
     data, indices, indptr = (np.ascontiguousarray(array) for array in (X.data, X.indices, X.indptr))
@@ -842,7 +850,8 @@ def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray):
         raise ValueError(
             f"X is not a valid CSR matrix of shape {X.shape}: its indptr and indices arrays disagree with it."
         )
-    return partial(_kernel.run_sparse_steps, data, indices, indptr), np.empty(w.size + int(sizes.max(initial=0)))
+    return (partial(_kernel.run_sparse_steps, data, indices, indptr),
+            np.empty(_kernel.sparse_work_size(w.size, int(sizes.max(initial=0)))))
 
 
 def _noise_of_chunks(rng, noise_stds: np.ndarray, chunks: list, n_params: int) -> Iterator[np.ndarray]:
