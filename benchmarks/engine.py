@@ -1,6 +1,8 @@
 """The one-pass engine's goals: default fits against scikit-learn's, each ratio measured in one run.
 
-``python -m benchmarks.engine [--quick]`` writes ``benchmarks/results/engine.md`` (and ``.json``).
+``python -m benchmarks.engine [--quick]`` writes ``benchmarks/results/engine.md`` (and ``.json``);
+``--memory`` measures the peak memory of the default fits alone (``engine_memory.md``), ``--only
+1e5x20`` one size.
 For each size (n, d) and each kind of rows, in the same process, right after one another:
 
 * the default private fit of ``DPLogisticRegression()``, ``DPHingeSVM()`` and ``DPLpRegression()``
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import sys
 import time
 import warnings
 
@@ -142,7 +145,7 @@ def cell(n: int, d: int, badly_scaled: bool, repeats: int) -> list[dict]:
                 **{f"{k}_s": v for k, v in seconds.items()},
                 "vs_sklearn": seconds["default"] / seconds["sklearn"], "sklearn_finished": finished,
                 "vs_unscaled": seconds["default"] / seconds["unscaled"],
-                "peak_memory_over_X": peak_memory(lambda: _private(private, n).fit(X, y)) / X.nbytes,
+                "peak_memory_over_X": default_peak(private, n, X, y) / X.nbytes,
             })
         w = np.ones(d)
         baselines = {
@@ -156,12 +159,50 @@ def cell(n: int, d: int, badly_scaled: bool, repeats: int) -> list[dict]:
             "snowball_vs_sgd_epoch": snowball / baselines["sgd_epoch"], "snowball_vs_floor": snowball / baselines["floor"],
         })
         if not badly_scaled:
-            csr = sparse.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))  # about a third of the entries stored
+            records.extend(csr_memory(n, X, data))
+    return records
+
+
+CSR_ROWS = "CSR (|x| > 1 kept)"
+
+
+def default_peak(private, n: int, X, y) -> int:
+    """The peak traced bytes of the default fit of ``private`` on ``(X, y)``."""
+    return peak_memory(lambda: _private(private, n).fit(X, y))
+
+
+def csr_memory(n: int, X: np.ndarray, data: dict) -> list[dict]:
+    """The peak traced memory of each default fit on the CSR rows of ``X``'s entries above 1 in
+    magnitude (about a third of them stored), over the bytes of their three arrays."""
+    csr = sparse.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
+    stored = csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes
+    records = []
+    for name, private, _, target in PAIRS:
+        model = _private(private, n).fit(csr, data[target])  # the warm-up: imports and caches outside the measurement
+        records.append({
+            "n": n, "d": X.shape[1], "rows": CSR_ROWS, "model": name, "algorithm": model.algorithm_,
+            "peak_memory_over_X": default_peak(private, n, csr, data[target]) / stored,
+        })
+    return records
+
+
+def memory_cell(n: int, d: int, badly_scaled: bool) -> list[dict]:
+    """The peak-memory records of one cell alone (``--memory``): :func:`cell`'s default fits on
+    the dense rows, and on their CSR form (isotropic rows), without the timings."""
+    X, labels, targets = make_rows(n, d, badly_scaled)
+    data = {"labels": labels, "targets": targets}
+    records = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for name, private, _, target in PAIRS:
+            model = _private(private, n).fit(X, data[target])
             records.append({
-                "n": n, "d": d, "rows": "CSR (|x| > 1 kept)", "model": "DPLogisticRegression", "algorithm": "auto",
-                "peak_memory_over_X": peak_memory(lambda: _private(DPLogisticRegression, n).fit(csr, labels))
-                / (csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes),
+                "n": n, "d": d, "rows": "badly scaled" if badly_scaled else "isotropic", "model": name,
+                "algorithm": model.algorithm_,
+                "peak_memory_over_X": default_peak(private, n, X, data[target]) / X.nbytes,
             })
+        if not badly_scaled:
+            records.extend(csr_memory(n, X, data))
     return records
 
 
@@ -194,27 +235,40 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="two small sizes instead of the goal's three")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--memory", action="store_true",
+                        help="only the peak memory of the default fits, dense and CSR (no timings): engine_memory.md")
+    parser.add_argument("--only", metavar="NxD", action="append", type=_size,
+                        help="only this size, e.g. 1e5x20 (repeatable); default: the mode's sizes")
     args = parser.parse_args(argv)
-    mode = "quick" if args.quick else "full"
+    mode = "memory" if args.memory else "quick" if args.quick else "full"
     started = time.perf_counter()
     records = []
-    for n, d in SIZES[mode]:
+    for n, d in args.only or SIZES["quick" if args.quick else "full"]:
         for badly_scaled in (False, True):
-            rows = cell(n, d, badly_scaled, args.repeats)
+            rows = memory_cell(n, d, badly_scaled) if args.memory else cell(n, d, badly_scaled, args.repeats)
             records.extend(rows)
             print("\n".join(table(rows).splitlines()[2:]), flush=True)
-            write(records, mode, args.repeats, time.perf_counter() - started)  # a cut-short run keeps its cells
+            write(records, mode, args.repeats, time.perf_counter() - started, argv)  # a cut-short run keeps its cells
     print((RESULTS / f"{_name(mode)}.md").read_text())
 
 
+def _size(text: str) -> tuple[int, int]:
+    """``'1e5x20'`` as ``(100000, 20)``."""
+    n, d = text.lower().split("x")
+    return int(float(n)), int(float(d))
+
+
 def _name(mode: str) -> str:
-    return "engine" if mode == "full" else "engine_quick"
+    return {"full": "engine", "quick": "engine_quick", "memory": "engine_memory"}[mode]
 
 
-def write(records: list[dict], mode: str, repeats: int, seconds: float) -> None:
+def write(records: list[dict], mode: str, repeats: int, seconds: float, argv=None) -> None:
     """The table and the records of the cells measured so far, under ``benchmarks/results/``."""
-    text = (f"# The one-pass engine's goals ({mode})\n\n`python -m benchmarks.engine{' --quick' if mode == 'quick' else ''}`"
-            f", {seconds:.0f} s; best of {repeats} fits after a warm-up. A ratio above its goal is marked ✗; "
+    command = " ".join(["python -m benchmarks.engine", *(sys.argv[1:] if argv is None else argv)])
+    timing = ("peak traced memory of each default fit over X's bytes only" if mode == "memory"
+              else f"best of {repeats} fits after a warm-up")
+    text = (f"# The one-pass engine's goals ({mode})\n\n`{command}`"
+            f", {seconds:.0f} s; {timing}. A ratio above its goal is marked ✗; "
             f"'≤' marks a scikit-learn fit stopped after {SKLEARN_TIMEOUT_S:.0f} s (the ratio is an upper bound).\n\n"
             + table(records) + "\n")
     RESULTS.mkdir(exist_ok=True)
