@@ -548,6 +548,9 @@ class RowBatches:
     ``order`` is a run of consecutive rows (the estimators' rows are already shuffled), copies
     otherwise; the compiled loop reads the same rows in place instead (no copy of ``X``).
     ``order=None``: the rows of ``X`` in sequence, with no index array of their number.
+    ``intercept``: the rows are ``[X, intercept]``, a CSR ``X`` and a last column of that value it
+    does not store (a sparse fit's intercept column), which the compiled loop reads as if stored;
+    iterating yields the batches with the column (copies).
     """
 
     X: np.ndarray
@@ -555,6 +558,12 @@ class RowBatches:
     order: np.ndarray | None
     batch_sizes: np.ndarray
     cycle: bool = False
+    intercept: float | None = None
+
+    @property
+    def n_columns(self) -> int:
+        """The columns of the rows, an unstored intercept column included."""
+        return self.X.shape[1] + (self.intercept is not None)
 
     @property
     def n_order(self) -> int:
@@ -569,10 +578,11 @@ class RowBatches:
             if self.cycle and start + size > self.n_order:
                 start = 0  # the next pass over the rows (see :func:`full_batches`)
             if in_sequence and first + start == 0 and size == self.X.shape[0]:
-                yield self.X, self.y  # every row: no slice (a CSR matrix's slice is a copy)
+                batch = self.X, self.y  # every row: no slice (a CSR matrix's slice is a copy)
             else:
                 rows = slice(first + start, first + start + size) if in_sequence else self.order[start : start + size]
-                yield self.X[rows], self.y[rows]
+                batch = self.X[rows], self.y[rows]
+            yield batch if self.intercept is None else (with_constant_column(batch[0], self.intercept), batch[1])
             start += size
 
 
@@ -581,11 +591,14 @@ def iter_batches(X: np.ndarray, y: np.ndarray, order: np.ndarray, batch_sizes: I
     return RowBatches(X, y, np.asarray(order), np.asarray(batch_sizes, dtype=np.int64))
 
 
-def full_batches(X: np.ndarray, y: np.ndarray, n_steps: int) -> RowBatches:
+def full_batches(X: np.ndarray, y: np.ndarray, n_steps: int, intercept: float | None = None) -> RowBatches:
     """``n_steps`` batches of all the rows (full-batch gradient descent): passes over ``X``, which
-    the compiled kernel reads in place, one fused pass per step."""
+    the compiled kernel reads in place, one fused pass per step; ``intercept``: the value of a
+    last column of CSR rows that they do not store (:class:`RowBatches`)."""
+    if intercept is not None and not sparse.issparse(X):
+        raise ValueError("intercept= is the unstored last column of CSR rows; dense rows store their own.")
     n = X.shape[0]
-    return RowBatches(X, y, None, np.full(n_steps, n, dtype=np.int64), cycle=True)
+    return RowBatches(X, y, None, np.full(n_steps, n, dtype=np.int64), cycle=True, intercept=intercept)
 
 
 def pool_noise(steps: np.ndarray, noise_stds: np.ndarray, every: int) -> np.ndarray:
@@ -761,7 +774,7 @@ def uses_kernel(gradient, batches, w0) -> bool:
         kernel_loss(gradient.loss) is not None
         and _kernel_reads(X)
         and np.ndim(w0) == 1
-        and np.shape(w0)[0] == X.shape[1]
+        and np.shape(w0)[0] == batches.n_columns
     )
 
 
@@ -805,7 +818,7 @@ def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radi
     if not (w.dtype == total.dtype == np.float64 and w.flags.c_contiguous and total.flags.c_contiguous):
         raise ValueError("w and total must be C-contiguous float64 vectors.")
     y, weights = kernel_targets(batches.y)
-    run, work = _kernel_of_rows(batches.X, w, sizes)
+    run, work = _kernel_of_rows(batches.X, w, sizes, batches.intercept)
     start = 0
     chunks = [slice(first, first + KERNEL_CHUNK_STEPS) for first in range(0, steps.size, KERNEL_CHUNK_STEPS)]
     for chunk, noise in zip(chunks, _noise_of_chunks(rng, noise_stds, chunks, w.size)):
@@ -826,14 +839,15 @@ def kernel_targets(targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             np.ascontiguousarray(targets["weight"], dtype=np.float64))
 
 
-def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray):
+def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray, intercept: float | None = None):
     """``(run, work)``: the compiled loop bound to the rows of ``X`` (:func:`_kernel_reads`) and its
     work buffer. A dense ``X``: :func:`~skdpsco.solvers._kernel.run_steps`, a gradient buffer of
     the size of ``w``. A CSR ``X``: :func:`~skdpsco.solvers._kernel.run_sparse_steps` on its
     arrays, read in place (its index arrays as they are when they share one integer type, int32
     or int64, else both as int64) once checked to describe ``X.shape`` (the kernel writes where
     they point), a buffer for a gradient and the derivatives of a block of rows
-    (:func:`~skdpsco.solvers._kernel.sparse_work_size`)."""
+    (:func:`~skdpsco.solvers._kernel.sparse_work_size`); ``intercept``, the value of a last column
+    of ``X`` that it does not store, read by the kernel as if stored (``fill``)."""
     if not sparse.issparse(X):
         return partial(_kernel.run_steps, X), np.empty_like(w)
     data, indices, indptr = (np.ascontiguousarray(array) for array in (X.data, X.indices, X.indptr))
@@ -850,7 +864,8 @@ def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray):
         raise ValueError(
             f"X is not a valid CSR matrix of shape {X.shape}: its indptr and indices arrays disagree with it."
         )
-    return (partial(_kernel.run_sparse_steps, data, indices, indptr),
+    fill = {} if intercept is None else {"fill": float(intercept), "with_fill": True}
+    return (partial(_kernel.run_sparse_steps, data, indices, indptr, **fill),
             np.empty(_kernel.sparse_work_size(w.size, int(sizes.max(initial=0)))))
 
 

@@ -395,12 +395,43 @@ cdef inline double _sparse_dot(const double *data, const index_t *indices, Py_ss
     return (s0 + s1) + (s2 + s3)
 
 
+cdef inline double _sparse_dot_fill(const double *data, const index_t *indices, Py_ssize_t lo, Py_ssize_t hi,
+                                    const double *v, double fill, Py_ssize_t column) noexcept nogil:
+    """:func:`_sparse_dot` of the row's stored entries ``lo:hi`` followed by an entry ``fill`` in
+    ``column`` that is not stored (the intercept column): each product added to the partial sum
+    it would be added to were that entry stored last (its position modulo four within the
+    groups of four, the first sum after them), in the same order, so the same value bit for bit."""
+    cdef double s[4]
+    cdef Py_ssize_t k, count = hi - lo + 1, grouped = count - count % 4
+    s[0] = s[1] = s[2] = s[3] = 0.0
+    for k in range(count - 1):
+        s[k % 4 if k < grouped else 0] += data[lo + k] * v[indices[lo + k]]
+    s[(count - 1) % 4 if count - 1 < grouped else 0] += fill * v[column]
+    return (s[0] + s[1]) + (s[2] + s[3])
+
+
+cdef inline double _row_dot(const double *data, const index_t *indices, Py_ssize_t lo, Py_ssize_t hi,
+                            const double *v, double fill, Py_ssize_t column) noexcept nogil:
+    """``<x, v>`` of a stored row, with a last entry ``fill`` in ``column`` when ``column >= 0``."""
+    if column < 0:
+        return _sparse_dot(data, indices, lo, hi, v)
+    return _sparse_dot_fill(data, indices, lo, hi, v, fill, column)
+
+
 cdef inline void _sparse_add(double c, const double *data, const index_t *indices, Py_ssize_t lo, Py_ssize_t hi,
                              double *g) noexcept nogil:
     """``g += c x`` over the stored entries ``lo:hi`` of a row ``x``."""
     cdef Py_ssize_t k
     for k in range(lo, hi):
         g[indices[k]] += c * data[k]
+
+
+cdef inline void _row_add(double c, const double *data, const index_t *indices, Py_ssize_t lo, Py_ssize_t hi,
+                          double *g, double fill, Py_ssize_t column) noexcept nogil:
+    """:func:`_sparse_add`, then ``g[column] += c fill`` when ``column >= 0`` (an unstored last entry)."""
+    _sparse_add(c, data, indices, lo, hi, g)
+    if column >= 0:
+        g[column] += c * fill
 
 
 cdef inline double _update_entry(double c, double x, Py_ssize_t j, double *v, double *u, double A) noexcept nogil:
@@ -427,6 +458,22 @@ cdef inline double _sparse_update(double c, const double *data, const index_t *i
     for k in range(m, hi):
         s0 += _update_entry(c, data[k], indices[k], v, u, A)
     return (s0 + s1) + (s2 + s3)
+
+
+cdef inline double _row_update(double c, const double *data, const index_t *indices, Py_ssize_t lo,
+                               Py_ssize_t hi, double *v, double *u, double A, double fill, Py_ssize_t column) noexcept nogil:
+    """:func:`_sparse_update`, with a last entry ``fill`` in ``column`` that is not stored when
+    ``column >= 0``: each change added to the partial sum it would be added to were that entry
+    stored last (as :func:`_sparse_dot_fill`), so the same value bit for bit."""
+    cdef double s[4]
+    cdef Py_ssize_t k, count = hi - lo + 1, grouped = count - count % 4
+    if column < 0:
+        return _sparse_update(c, data, indices, lo, hi, v, u, A)
+    s[0] = s[1] = s[2] = s[3] = 0.0
+    for k in range(count - 1):
+        s[k % 4 if k < grouped else 0] += _update_entry(c, data[lo + k], indices[lo + k], v, u, A)
+    s[(count - 1) % 4 if count - 1 < grouped else 0] += _update_entry(c, fill, column, v, u, A)
+    return (s[0] + s[1]) + (s[2] + s[3])
 
 
 cdef inline double _fold_entry(Py_ssize_t j, double *v, double *u, double s, double A, double *g, double l2,
@@ -490,12 +537,16 @@ def run_sparse_steps(
     double radius,
     bint average,
     bint cycle=False,
+    double fill=0.0,
+    bint with_fill=False,
 ):
     """:func:`run_steps` on the rows of a CSR matrix ``X`` given by its arrays ``data``,
     ``indices`` and ``indptr`` (int32 or int64, the same for both), the ``weights`` of its rows as
     there: same parameters, same steps,
     the same noise rows consumed in the same order; return the index in ``order`` after the last
-    row (an empty ``order``: the rows in sequence). ``work`` is a buffer of
+    row (an empty ``order``: the rows in sequence). With ``with_fill`` every row has a last entry
+    ``fill`` in column ``p - 1`` that it does not store (a sparse fit's intercept column): the
+    steps, bit for bit, of the rows with that entry stored last. ``work`` is a buffer of
     :func:`sparse_work_size` entries: ``p`` for a gradient, and one derivative per row of a block
     of the dense route or per row that stores an entry on the sparse route (at most ``p``: the
     batch stores at most ``p`` entries there), not one per row of the batch.
@@ -544,8 +595,11 @@ def run_sparse_steps(
     cdef const double *yp = &y[0] if y.shape[0] else NULL
     cdef const double *cp = _weights_of(weights, indptr.shape[0] - 1)
     cdef const double *xi
+    cdef Py_ssize_t column = p - 1 if with_fill else -1  # the unstored intercept column, or none
     for t in range(T):
         largest = max(largest, batch_sizes[t])
+    if with_fill and p < 1:
+        raise ValueError("w needs an entry for the intercept column.")
     if work.shape[0] < sparse_work_size(p, largest):
         raise ValueError(f"work must have at least {sparse_work_size(p, largest)} entries; got {work.shape[0]}.")
     with nogil:
@@ -565,18 +619,18 @@ def run_sparse_steps(
             stored = 0
             for i in range(start, end):
                 row = _row_at(op, i)
-                stored += rp[row + 1] - rp[row]
+                stored += rp[row + 1] - rp[row] + with_fill
             if stored > p:  # the dense route: one pass over the rows, one over p
                 first = start
                 while first < end:  # blocks of rows: margins, then gradient terms (the rows in cache)
                     last = min(first + _SPARSE_BLOCK_ROWS, end)
                     for i in range(first, last):
                         row = _row_at(op, i)
-                        z = s * _sparse_dot(xp, ip, rp[row], rp[row + 1], vp)
+                        z = s * _row_dot(xp, ip, rp[row], rp[row + 1], vp, fill, column)
                         dp[i - first] = _row_derivative(code, z, yp, cp, row, a) / B
                     for i in range(first, last):
                         row = _row_at(op, i)
-                        _sparse_add(dp[i - first], xp, ip, rp[row], rp[row + 1], gp)
+                        _row_add(dp[i - first], xp, ip, rp[row], rp[row + 1], gp, fill, column)
                     first = last
                 vv = _fold(vp, up, s, A, gp, l2_penalty, xi, eta, p)
                 s, A = 1.0, 0.0
@@ -584,8 +638,8 @@ def run_sparse_steps(
                 k = 0  # the rows that store an entry (at most stored <= p): an empty row updates nothing
                 for i in range(start, end):
                     row = _row_at(op, i)
-                    if rp[row + 1] > rp[row]:
-                        z = s * _sparse_dot(xp, ip, rp[row], rp[row + 1], vp)
+                    if rp[row + 1] > rp[row] or with_fill:
+                        z = s * _row_dot(xp, ip, rp[row], rp[row + 1], vp, fill, column)
                         dp[k] = _row_derivative(code, z, yp, cp, row, a) / B
                         k += 1
                 if l2_penalty != 0.0:
@@ -596,8 +650,8 @@ def run_sparse_steps(
                 k = 0
                 for i in range(start, end):
                     row = _row_at(op, i)
-                    if rp[row + 1] > rp[row]:
-                        vv += _sparse_update(-eta * dp[k] / s, xp, ip, rp[row], rp[row + 1], vp, up, A)
+                    if rp[row + 1] > rp[row] or with_fill:
+                        vv += _row_update(-eta * dp[k] / s, xp, ip, rp[row], rp[row + 1], vp, up, A, fill, column)
                         k += 1
                 if xi != NULL:
                     vv = _fold(vp, up, s, A, NULL, 0.0, xi, eta, p)
