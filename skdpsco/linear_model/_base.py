@@ -485,6 +485,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         # ridge term divided by max_weight, the minimiser of scikit-learn's weighted objective
         # under every solver's unchanged calibration. Validated before anything is charged.
         weights = self._row_weights(sample_weight, X, y)
+        del y  # encoded in the targets: a copy validate_data made is not held through the fit
         weighted = weights is not None  # public: whether weights were passed, not their values
         l2_penalty = float(self.alpha) / float(self.max_weight) if weighted else float(self.alpha)
         n_samples, n_features = X.shape
