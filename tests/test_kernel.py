@@ -256,6 +256,43 @@ def test_csr_kernel_gives_the_reference_iterates(loss, average, cycle, radius, l
     np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("rows", ["dense", "csr"])
+def test_full_batches_read_the_rows_in_sequence_without_an_order_array(rows):
+    # full_batches holds no index array of n entries: the kernels read an empty order as the rows
+    # in sequence, the same iterates, bit for bit, as the explicit order arange(n)
+    X, y = data(LogisticLoss(), n=200) if rows == "dense" else sparse_rows(LogisticLoss())
+    batches = core.full_batches(X, y, 20)
+    assert batches.order is None and batches.n_order == X.shape[0]
+    explicit = core.RowBatches(X, y, np.arange(X.shape[0]), batches.batch_sizes, cycle=True)
+    gradient = core.margin_gradient(LogisticLoss(), 0.01)
+    steps, stds = np.full(20, 0.5), np.linspace(0.0, 0.3, 20)
+    runs = [core.projected_noisy_sgd(gradient, b, steps, stds, np.zeros(X.shape[1]), 1.0, np.random.default_rng(3))
+            for b in (batches, explicit)]
+    assert np.linalg.norm(runs[0]) > 0.01
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_the_csr_kernels_sparse_route_holds_a_derivative_per_row_that_stores_an_entry():
+    # batches of 120 rows storing at most p = 12 entries (most rows empty) take the sparse route
+    # with a work buffer of p + 64 entries (a block of the dense route), not p + 120: the empty
+    # rows update nothing
+    X, y = sparse_rows(LogisticLoss(), n=480, d=12, density=0.2)
+    keep = np.zeros(480, dtype=bool)
+    keep[3::40] = True  # rows that store entries (every fifth row is empty)
+    X = sp.csr_matrix(X.toarray() * keep[:, None])
+    sizes = np.array([120, 120, 120, 120])
+    order = np.arange(480)[::-1].copy()  # three rows that store entries in every batch
+    assert np.all(stored_per_batch(X, order, sizes) <= 12) and np.all(stored_per_batch(X, order, sizes) > 0)
+    assert _kernel.sparse_work_size(12, 120) == 12 + 64
+    batches = core.iter_batches(X, y, order, sizes)
+    gradient = core.margin_gradient(LogisticLoss(), 0.05)
+    args = lambda: (np.full(4, 0.5), np.array([0.0, 0.2, 0.0, 0.3]), np.zeros(12), 0.5, np.random.default_rng(7))  # noqa: E731
+    fast = core.projected_noisy_sgd(gradient, batches, *args())
+    reference = core.reference_projected_noisy_sgd(gradient, batches, *args())
+    assert np.linalg.norm(reference) > 0.01
+    np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("average", [False, True])
 def test_csr_kernel_keeps_the_projection_exact_over_long_noiseless_runs(average):
     # Snowball's pooled noise and Phased-SGD's noiseless phases: thousands of O(nnz) steps between

@@ -502,6 +502,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         # ridge term divided by max_weight, the minimiser of scikit-learn's weighted objective
         # under every solver's unchanged calibration. Validated before anything is charged.
         weights = self._row_weights(sample_weight, X, y)
+        del y  # encoded in the targets: a copy validate_data made is not held through the fit
         weighted = weights is not None  # public: whether weights were passed, not their values
         l2_penalty = float(self.alpha) / float(self.max_weight) if weighted else float(self.alpha)
         n_samples, n_features = X.shape
@@ -525,32 +526,8 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             block_sizes = np.asarray(X.chunks[0])[order.blocks]
         # public: a function of n, d, the budget and the blocks' sizes (read by :attr:`_releases_row_bound`)
         self._resolves_magnitudes = self._magnitudes_resolvable(n_samples, n_features, secure, block_sizes)
-        # None: clipped once the orders of magnitude or the private row bound are released
-        data_norm = self._data_norm
-        row_bound = self._releases_row_bound
-        fill = self._solver_data_norm if self.fit_intercept else None
-        bound = np.inf if data_norm is None else data_norm
-        counted = pending = None  # the histograms of the orders of magnitude, when the copy counted them
-        if dask_input:  # a lazy map of the row blocks, read in the order of its blocks
-            rows = clip_rows(X, bound)
-        else:
-            order = order_rng.permutation(n_samples)
-            # the targets and weights put in that order before the copy of the rows is made (a
-            # fit's peak memory is the copy and one vector of n, not two)
-            targets = targets[order]
-            weights = None if weights is None else weights[order]
-            rows, counted, pending = self._gathered(X, order, bound, None if late_intercept else fill, row_bound,
-                                                    secure, spare_column=late_intercept and fill is not None)
-            order = None  # the rows, targets and weights are in their order: not held through the fit
-        del X
-        tasks = self._tasks(targets)
-        del targets  # held by the tasks: dropped with them when they are replaced
-        if weights is not None:  # in-memory rows only (:meth:`_validated_dask`)
-            # weighted rows run the weighted loss whatever the weights' values: a path chosen on
-            # them (e.g. the unweighted one when every weight is max_weight) would show in fit's time
-            weights = relative_weights(weights, float(self.max_weight))
-        if self.data_norm is None and self.feature_scaling is None:
-            warnings.warn(fixed_row_bound_warning(), PrivacyWarning, stacklevel=4)
+        # the algorithm, from public quantities only, before the rows are copied: the copy of CSR rows
+        # leaves no slot for the intercept column when the solver reads it without one
         base_loss = self._make_loss()
         problem = self._problem(n_samples, n_columns, base_loss, self.epsilon, l2_penalty)
         pure = delta == 0.0
@@ -567,6 +544,14 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         if dask_input:
             self._check_dask_algorithm(algorithm)
         solver = self._configured_solver(algorithm)
+
+        def solver_loss(task_problem: Problem):
+            """The loss the solver optimises on ``task_problem``: a smoothing of a loss without a
+            Lipschitz gradient where the solver needs one, else the base loss."""
+            if solver.requires_smooth_loss and not np.isfinite(task_problem.smoothness):
+                return self._smoothed(base_loss, task_problem)
+            return base_loss
+
         if weighted and algorithm not in WEIGHTED_ALGORITHMS:
             chosen = f"algorithm='auto' chose {algorithm!r}, which" if self.algorithm == "auto" else f"algorithm={algorithm!r}"
             raise ValueError(
@@ -574,11 +559,42 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
                 f"privacy analysis is not verified for them. Pass algorithm= one of "
                 f"{sorted(WEIGHTED_ALGORITHMS)}."
             )
+        # None: clipped once the orders of magnitude or the private row bound are released
+        data_norm = self._data_norm
+        row_bound = self._releases_row_bound
+        fill = self._solver_data_norm if self.fit_intercept else None
+        # CSR rows whose solver reads their intercept column without it stored (``reads_unstored_intercept``)
+        reads_unstored = getattr(solver, "reads_unstored_intercept", None)
+        implicit_intercept = (is_sparse and fill is not None and reads_unstored is not None
+                              and reads_unstored(solver_loss(problem)))
+        bound = np.inf if data_norm is None else data_norm
+        counted = pending = None  # the histograms of the orders of magnitude, when the copy counted them
+        if dask_input:  # a lazy map of the row blocks, read in the order of its blocks
+            rows = clip_rows(X, bound)
+        else:
+            order = order_rng.permutation(n_samples)
+            # the targets and weights put in that order before the copy of the rows is made (a
+            # fit's peak memory is the copy and one vector of n, not two)
+            targets = targets[order]
+            weights = None if weights is None else weights[order]
+            rows, counted, pending = self._gathered(X, order, bound, None if late_intercept else fill, row_bound,
+                                                    secure, spare_column=late_intercept and fill is not None
+                                                    and not implicit_intercept)
+            order = None  # the rows, targets and weights are in their order: not held through the fit
+        del X
+        tasks = self._tasks(targets)
+        del targets  # held by the tasks: dropped with them when they are replaced
+        if weights is not None:  # in-memory rows only (:meth:`_validated_dask`)
+            # weighted rows run the weighted loss whatever the weights' values: a path chosen on
+            # them (e.g. the unweighted one when every weight is max_weight) would show in fit's time
+            weights = relative_weights(weights, float(self.max_weight))
+        if self.data_norm is None and self.feature_scaling is None:
+            warnings.warn(fixed_row_bound_warning(), PrivacyWarning, stacklevel=4)
 
         def plan_for(epsilon: float):
             task_problem = self._problem(n_samples, n_columns, base_loss, epsilon, l2_penalty)
-            if solver.requires_smooth_loss and not np.isfinite(task_problem.smoothness):
-                loss = self._smoothed(base_loss, task_problem)
+            loss = solver_loss(task_problem)
+            if loss is not base_loss:
                 task_problem = self._problem(n_samples, n_columns, loss, epsilon, l2_penalty)
             return task_problem, solver.plan(task_problem)
 
@@ -651,7 +667,9 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             feature_scales, row_norm = feature_scales * magnitudes, scaling.data_norm
         rows = passes.rows
         del passes  # the rows with their intercept column below replace these: one copy held, not two
-        if late_intercept and fill is not None:
+        # the rows [X, fill] without the column stored (one entry a row fewer), or with it
+        columns = {"intercept": fill} if implicit_intercept else {}
+        if late_intercept and fill is not None and not implicit_intercept:
             rows = with_constant_column(rows, fill, in_place=True)  # in the slots the gather left
         task_rngs = task_rng.spawn(len(tasks))
         # in memory the rows are already in their random order; Dask rows are read in ``order``
@@ -660,7 +678,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         if weights is not None:
             tasks = [weighted_targets(task, weights) for task in tasks]
             run_problem = dataclasses.replace(task_problem, loss=WeightedLoss(task_problem.loss))
-        results = [solver.run(plan, rows, t, run_problem, r, **in_sequence) for t, r in zip(tasks, task_rngs)]
+        results = [solver.run(plan, rows, t, run_problem, r, **in_sequence, **columns) for t, r in zip(tasks, task_rngs)]
         if self.verbose:
             print(f"[{type(self).__name__}] algorithm={algorithm} tasks={len(tasks)} "
                   + " ".join(f"{k}={v}" for k, v in results[0].info.items()))

@@ -50,6 +50,7 @@ __all__ = [
     "magnitude_counts",
     "map_blocks",
     "shared_threads",
+    "sparse_scaled_gram",
     "standardise",
 ]
 
@@ -194,6 +195,20 @@ def count_non_finite(X: np.ndarray) -> int:
     """The number of NaN or infinite entries of a C-contiguous float64 ``X``: one read, in blocks
     over :data:`THREADS` threads."""
     return int(sum(_over_blocks(_blocks.count_non_finite, X)))
+
+
+def sparse_scaled_gram(rows, factors: np.ndarray, intercept: float | None = None) -> np.ndarray:
+    """``S^T S`` (dense, ``(p, p)``) for ``S = diag(factors) rows``, ``rows`` a CSR matrix (its
+    ``data``, ``indices`` and ``indptr`` read in place): the value, bit for bit, of scipy's
+    ``(S.T @ S).toarray()`` (:func:`skdpsco.rows._blocks.sparse_scaled_gram`), with no temporary
+    beyond the result (scipy's product copies, transposes and converts the rows). With
+    ``intercept``, the rows ``[rows, intercept]``: a last column of that value, not stored."""
+    indices = rows.indices
+    indptr = rows.indptr if rows.indptr.dtype == indices.dtype else rows.indptr.astype(indices.dtype)
+    return _blocks.sparse_scaled_gram(np.ascontiguousarray(rows.data, dtype=np.float64), indices, indptr,
+                                      np.ascontiguousarray(factors, dtype=np.float64),
+                                      int(rows.shape[1]) + (intercept is not None),
+                                      0.0 if intercept is None else float(intercept), intercept is not None)
 
 
 LOGISTIC_LOSS = _blocks.LOGISTIC_LOSS

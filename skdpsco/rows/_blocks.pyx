@@ -19,7 +19,7 @@ arithmetic would), so no finite row can make a pass raise or produce a non-finit
 """
 
 from libc.math cimport ceil, exp, fabs, frexp, isfinite, ldexp, log2, sqrt
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
 from .._orders cimport count_row_orders
@@ -297,3 +297,52 @@ def loss_derivatives(const double[:, ::1] rows, const double[::1] targets, const
                 factor = sqrt(weight * curvature)
                 for j in range(p):
                     out[i, j] = factor * x[j]
+
+
+ctypedef fused index_t:
+    int32_t
+    int64_t
+
+
+def sparse_scaled_gram(const double[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+                       const double[::1] factors, Py_ssize_t p, double fill=0.0, bint with_fill=False):
+    """``S^T S`` as a new dense ``(p, p)`` array, ``S = diag(factors) X`` for the CSR rows ``X``
+    (``data``, ``indices``, ``indptr`` of its ``n`` rows, ``p`` columns): each entry ``(a, b)``
+    the sum over the rows, in their order, of ``(factors_i x_ia) (factors_i x_ib)`` over the
+    rows storing both. The products and their order of scipy's sparse product ``S.T @ S`` (a
+    sum for every pair of stored entries of a row, the rows in order, from 0), without its
+    temporaries: the scaled copy of the rows, their transpose and the sparse result. With
+    ``with_fill``, every row has a last entry ``fill`` in column ``p - 1`` that is not stored
+    (the intercept column): the sums of the rows with that entry stored."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1, i, a, b, lo, hi, last = p - 1
+    cdef double factor, scaled, scaled_fill
+    if n < 0 or factors.shape[0] != n:
+        raise ValueError(f"factors must have one entry per row ({max(n, 0)}); got {factors.shape[0]}.")
+    if n > 0 and (indptr[0] < 0 or indptr[n] > min(data.shape[0], indices.shape[0])):
+        raise ValueError("indptr does not index data and indices.")
+    if with_fill and p < 1:
+        raise ValueError("p must be at least 1 with an intercept column.")
+    gram_array = np.zeros((p, p))
+    cdef double[:, ::1] gram = gram_array
+    for i in range(n):
+        if indptr[i + 1] < indptr[i]:
+            raise ValueError("indptr must be non-decreasing.")
+    for a in range(indptr[0] if n > 0 else 0, indptr[n] if n > 0 else 0):
+        if indices[a] < 0 or indices[a] >= (last if with_fill else p):
+            raise ValueError(f"indices must be in [0, {last if with_fill else p}).")
+    with nogil:
+        for i in range(n):
+            factor = factors[i]
+            lo, hi = indptr[i], indptr[i + 1]
+            scaled_fill = factor * fill
+            for a in range(lo, hi):
+                scaled = factor * data[a]
+                for b in range(lo, hi):
+                    gram[indices[a], indices[b]] += scaled * (factor * data[b])
+                if with_fill:
+                    gram[indices[a], last] += scaled * scaled_fill
+            if with_fill:
+                for b in range(lo, hi):
+                    gram[last, indices[b]] += scaled_fill * (factor * data[b])
+                gram[last, last] += scaled_fill * scaled_fill
+    return gram_array

@@ -85,28 +85,61 @@ def clip_rows(X: np.ndarray, max_norm: float, out: np.ndarray | None = None) -> 
     """
     if is_dask(X):  # composed with the rows' earlier maps (:func:`skdpsco._dask.map_rows`)
         return _dask().map_rows(X, clip_rows, max_norm)
+    if sparse.issparse(X):
+        return _clip_sparse_rows(X, max_norm, in_place=out is X)
+    scale, scaled_rows, exponents, factors = _clip_factors(X, max_norm)
+    out = np.multiply(X, scale[:, None], out=out)
+    if scaled_rows.size:
+        out[scaled_rows] = _clipped_from_scaled(out[scaled_rows], exponents[:, None], factors[:, None])
+    return out
+
+
+def _clip_factors(X, max_norm: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(scale, scaled_rows, exponents, factors)`` of :func:`clip_rows` for the rows of ``X`` (dense
+    or CSR): every row times ``scale``, then the rows ``scaled_rows`` (whose sums of squares
+    overflowed or lost their precision, ``scale`` 1 there) mapped by :func:`_clipped_from_scaled`
+    with their ``exponents`` and ``factors``."""
     squares = _row_squares(X)
     # no warning (it would tell that some row is that long or short); inf / inf is a row measured
     # by its scaled norm below, max_norm / tiny an overflow to the factor inf of a zero row
     with np.errstate(over="ignore", invalid="ignore"):
         scale = np.minimum(1.0, max_norm / np.maximum(np.sqrt(squares), np.finfo(float).tiny))
-    # rows measured by their scaled norms: left as they are by the product below, then clipped
+    # rows measured by their scaled norms: left as they are by the product, then clipped
     scaled_rows = np.flatnonzero(~_plain_squares(squares))
     scale[scaled_rows] = 1.0
     exponents, norms = scaled_row_norms(X[scaled_rows])
     with np.errstate(over="ignore", under="ignore"):  # max_norm 2**-e: inf and 0 compare as they should
         long = norms > np.ldexp(max_norm, -exponents)
-    scaled_rows, exponents, factors = scaled_rows[long], exponents[long], max_norm / norms[long]
-    if sparse.issparse(X):
-        out = scale_sparse_rows(X, scale, in_place=out is X)
-        for row, exponent, factor in zip(scaled_rows, exponents, factors):  # rare: not in a hot loop
-            entries = slice(out.indptr[row], out.indptr[row + 1])
-            out.data[entries] = _clipped_from_scaled(out.data[entries], exponent, factor)
-        return out
-    out = np.multiply(X, scale[:, None], out=out)
-    if scaled_rows.size:
-        out[scaled_rows] = _clipped_from_scaled(out[scaled_rows], exponents[:, None], factors[:, None])
+    return scale, scaled_rows[long], exponents[long], max_norm / norms[long]
+
+
+def _clip_sparse_rows(X, max_norm: float, in_place: bool):
+    """:func:`clip_rows` of a CSR ``X`` (in place, or on a copy), a block of
+    :func:`_sparse_row_blocks` at a time: its temporaries are a few vectors of a block's rows and
+    entries, not of ``X``'s (each row's clip depends on that row alone)."""
+    out = X if in_place else X.copy()
+    for rows, entries in _sparse_row_blocks(out):
+        block = csr_row_block(out, rows)
+        scale, scaled_rows, exponents, factors = _clip_factors(block, max_norm)
+        out.data[entries] *= np.repeat(scale, np.diff(block.indptr))
+        for row, exponent, factor in zip(scaled_rows + rows.start, exponents, factors):  # rare: not in a hot loop
+            stored = slice(out.indptr[row], out.indptr[row + 1])
+            out.data[stored] = _clipped_from_scaled(out.data[stored], exponent, factor)
     return out
+
+
+def csr_row_block(X, rows: slice):
+    """The consecutive rows ``rows`` of a CSR ``X`` as a CSR matrix whose ``data`` and ``indices``
+    are views of ``X``'s (only its ``indptr``, shifted to start at 0, is new): ``X[rows]`` without
+    the copy of the block's entries that scipy's slicing makes."""
+    start, stop = int(X.indptr[rows.start]), int(X.indptr[rows.stop])
+    block = sparse.csr_matrix((rows.stop - rows.start, X.shape[1]), dtype=X.dtype)
+    # set, not passed to the constructor: it copies a view of less than half its base's entries
+    block.data, block.indices, block.indptr = (X.data[start:stop], X.indices[start:stop],
+                                               X.indptr[rows.start:rows.stop + 1] - start)
+    block.has_sorted_indices = X.has_sorted_indices  # X's flags, not the empty matrix's
+    block.has_canonical_format = X.has_canonical_format
+    return block
 
 
 def _clipped_from_scaled(rows: np.ndarray, exponents, factors) -> np.ndarray:
@@ -221,8 +254,8 @@ def row_norms(X: np.ndarray) -> np.ndarray:
     if is_dask(X):
         return _dask().map_rows(X, row_norms, n_columns=0)
     squares = _row_squares(X)
-    norms = np.sqrt(squares)
     scaled_rows = np.flatnonzero(~_plain_squares(squares))
+    norms = np.sqrt(squares, out=squares)  # in place: one vector of the rows, not two
     if scaled_rows.size:
         exponents, scaled = scaled_row_norms(X[scaled_rows])
         with np.errstate(over="ignore"):  # no warning: it would tell that some row is that long
@@ -285,13 +318,14 @@ def scaled_row_norms(X) -> tuple[np.ndarray, np.ndarray]:
         return exponents, np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
 
 
-SPARSE_ROW_BLOCK = 65536
+SPARSE_ROW_BLOCK = 16384
 """Rows per block of the per-row operations on CSR matrices (bounds their temporaries)."""
 
-SPARSE_BLOCK_ENTRIES = 65536
+SPARSE_BLOCK_ENTRIES = 16384
 """Stored entries per block of the per-row operations on CSR matrices, where fewer rows than
 :data:`SPARSE_ROW_BLOCK` hold them (at least one row a block): their temporaries, a few arrays of
-a block's entries, stay at half a MiB each however many entries a row stores."""
+a block's entries, stay at 128 KiB each however many entries a row stores (a few hundredths of
+``X`` at ``10^5`` rows of 6 entries; half a MiB each, at 65536, made 0.07 ``X.nbytes`` apiece)."""
 
 
 def _sparse_row_blocks(X):
@@ -503,26 +537,42 @@ class RowBatches:
     Iterating yields ``(X_batch, y_batch)``, one per entry of ``batch_sizes``: views of ``X`` when
     ``order`` is a run of consecutive rows (the estimators' rows are already shuffled), copies
     otherwise; the compiled loop reads the same rows in place instead (no copy of ``X``).
+    ``order=None``: the rows of ``X`` in sequence, with no index array of their number.
+    ``intercept``: the rows are ``[X, intercept]``, a CSR ``X`` and a last column of that value it
+    does not store (a sparse fit's intercept column), which the compiled loop reads as if stored;
+    iterating yields the batches with the column (copies).
     """
 
     X: np.ndarray
     y: np.ndarray
-    order: np.ndarray
+    order: np.ndarray | None
     batch_sizes: np.ndarray
     cycle: bool = False
+    intercept: float | None = None
+
+    @property
+    def n_columns(self) -> int:
+        """The columns of the rows, an unstored intercept column included."""
+        return self.X.shape[1] + (self.intercept is not None)
+
+    @property
+    def n_order(self) -> int:
+        """The number of positions in ``order`` (of ``X``'s rows when it is ``None``)."""
+        return self.X.shape[0] if self.order is None else self.order.size
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         start = 0
-        first = int(self.order[0]) if self.order.size else 0
-        in_sequence = np.array_equal(self.order, np.arange(first, first + self.order.size))
+        first = 0 if self.order is None or not self.order.size else int(self.order[0])
+        in_sequence = self.order is None or np.array_equal(self.order, np.arange(first, first + self.order.size))
         for size in self.batch_sizes:
-            if self.cycle and start + size > self.order.size:
+            if self.cycle and start + size > self.n_order:
                 start = 0  # the next pass over the rows (see :func:`full_batches`)
             if in_sequence and first + start == 0 and size == self.X.shape[0]:
-                yield self.X, self.y  # every row: no slice (a CSR matrix's slice is a copy)
+                batch = self.X, self.y  # every row: no slice (a CSR matrix's slice is a copy)
             else:
                 rows = slice(first + start, first + start + size) if in_sequence else self.order[start : start + size]
-                yield self.X[rows], self.y[rows]
+                batch = self.X[rows], self.y[rows]
+            yield batch if self.intercept is None else (with_constant_column(batch[0], self.intercept), batch[1])
             start += size
 
 
@@ -531,11 +581,14 @@ def iter_batches(X: np.ndarray, y: np.ndarray, order: np.ndarray, batch_sizes: I
     return RowBatches(X, y, np.asarray(order), np.asarray(batch_sizes, dtype=np.int64))
 
 
-def full_batches(X: np.ndarray, y: np.ndarray, n_steps: int) -> RowBatches:
+def full_batches(X: np.ndarray, y: np.ndarray, n_steps: int, intercept: float | None = None) -> RowBatches:
     """``n_steps`` batches of all the rows (full-batch gradient descent): passes over ``X``, which
-    the compiled kernel reads in place, one fused pass per step."""
+    the compiled kernel reads in place, one fused pass per step; ``intercept``: the value of a
+    last column of CSR rows that they do not store (:class:`RowBatches`)."""
+    if intercept is not None and not sparse.issparse(X):
+        raise ValueError("intercept= is the unstored last column of CSR rows; dense rows store their own.")
     n = X.shape[0]
-    return RowBatches(X, y, np.arange(n), np.full(n_steps, n, dtype=np.int64), cycle=True)
+    return RowBatches(X, y, None, np.full(n_steps, n, dtype=np.int64), cycle=True, intercept=intercept)
 
 
 def pool_noise(steps: np.ndarray, noise_stds: np.ndarray, every: int) -> np.ndarray:
@@ -711,7 +764,7 @@ def uses_kernel(gradient, batches, w0) -> bool:
         kernel_loss(gradient.loss) is not None
         and _kernel_reads(X)
         and np.ndim(w0) == 1
-        and np.shape(w0)[0] == X.shape[1]
+        and np.shape(w0)[0] == batches.n_columns
     )
 
 
@@ -739,13 +792,14 @@ def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radi
     steps = np.ascontiguousarray(steps, dtype=np.float64)
     noise_stds = np.ascontiguousarray(noise_stds, dtype=np.float64)
     sizes = batches.batch_sizes.astype(np.intp)
-    order = np.ascontiguousarray(batches.order, dtype=np.intp)
+    # the kernels read an empty order as the rows in sequence
+    order = np.empty(0, dtype=np.intp) if batches.order is None else np.ascontiguousarray(batches.order, dtype=np.intp)
     if not (sizes.ndim == 1 and sizes.shape == steps.shape == noise_stds.shape):
         raise ValueError(f"Got {sizes.size} batches for {steps.size} steps and {noise_stds.size} noise levels.")
-    if np.any(sizes < 1) or (sizes.max(initial=0) if batches.cycle else sizes.sum()) > order.size:
+    if np.any(sizes < 1) or (sizes.max(initial=0) if batches.cycle else sizes.sum()) > batches.n_order:
         raise ValueError(
             f"Batch sizes must be >= 1 and {'each' if batches.cycle else 'sum to'} at most the "
-            f"{order.size} rows in order."
+            f"{batches.n_order} rows in order."
         )
     if order.size and (order.min() < 0 or order.max() >= batches.X.shape[0]):
         raise ValueError(f"order must index the {batches.X.shape[0]} rows of X.")
@@ -754,7 +808,7 @@ def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radi
     if not (w.dtype == total.dtype == np.float64 and w.flags.c_contiguous and total.flags.c_contiguous):
         raise ValueError("w and total must be C-contiguous float64 vectors.")
     y, weights = kernel_targets(batches.y)
-    run, work = _kernel_of_rows(batches.X, w, sizes)
+    run, work = _kernel_of_rows(batches.X, w, sizes, batches.intercept)
     start = 0
     chunks = [slice(first, first + KERNEL_CHUNK_STEPS) for first in range(0, steps.size, KERNEL_CHUNK_STEPS)]
     for chunk, noise in zip(chunks, _noise_of_chunks(rng, noise_stds, chunks, w.size)):
@@ -775,13 +829,15 @@ def kernel_targets(targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             np.ascontiguousarray(targets["weight"], dtype=np.float64))
 
 
-def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray):
+def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray, intercept: float | None = None):
     """``(run, work)``: the compiled loop bound to the rows of ``X`` (:func:`_kernel_reads`) and its
     work buffer. A dense ``X``: :func:`~skdpsco.solvers._kernel.run_steps`, a gradient buffer of
     the size of ``w``. A CSR ``X``: :func:`~skdpsco.solvers._kernel.run_sparse_steps` on its
     arrays, read in place (its index arrays as they are when they share one integer type, int32
     or int64, else both as int64) once checked to describe ``X.shape`` (the kernel writes where
-    they point), a buffer for a gradient and one derivative per row of the largest batch."""
+    they point), a buffer for a gradient and the derivatives of a block of rows
+    (:func:`~skdpsco.solvers._kernel.sparse_work_size`); ``intercept``, the value of a last column
+    of ``X`` that it does not store, read by the kernel as if stored (``fill``)."""
     if not sparse.issparse(X):
         return partial(_kernel.run_steps, X), np.empty_like(w)
     data, indices, indptr = (np.ascontiguousarray(array) for array in (X.data, X.indices, X.indptr))
@@ -798,7 +854,9 @@ def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray):
         raise ValueError(
             f"X is not a valid CSR matrix of shape {X.shape}: its indptr and indices arrays disagree with it."
         )
-    return partial(_kernel.run_sparse_steps, data, indices, indptr), np.empty(w.size + int(sizes.max(initial=0)))
+    fill = {} if intercept is None else {"fill": float(intercept), "with_fill": True}
+    return (partial(_kernel.run_sparse_steps, data, indices, indptr, **fill),
+            np.empty(_kernel.sparse_work_size(w.size, int(sizes.max(initial=0)))))
 
 
 def _noise_of_chunks(rng, noise_stds: np.ndarray, chunks: list, n_params: int) -> Iterator[np.ndarray]:

@@ -269,6 +269,12 @@ cdef const double *_weights_of(const double[::1] weights, Py_ssize_t n_rows) exc
     return &weights[0]
 
 
+cdef inline Py_ssize_t _row_at(const Py_ssize_t *order, Py_ssize_t position) noexcept nogil:
+    """The row read at ``position``: ``order[position]``, or ``position`` itself when ``order`` is
+    NULL (an empty ``order``: the rows in sequence, with no index array of their number)."""
+    return order[position] if order != NULL else position
+
+
 def run_steps(
     const double[:, ::1] X,
     const double[::1] y,
@@ -295,8 +301,9 @@ def run_steps(
     ----------
     X, y : rows (C-contiguous float64) and encoded labels, read at ``order[start:]``; with
         ``cycle``, a batch that would run past the end of ``order`` starts again at its
-        beginning (passes over the data: ``order = arange(n)`` and batches of ``n`` rows are
-        full-batch steps).
+        beginning (passes over the data: the rows in sequence and batches of ``n`` rows are
+        full-batch steps). An empty ``order`` reads the rows in sequence, as ``arange(n)``
+        would, without that array.
     weights : the relative weight ``c_i`` in ``[0, 1]`` of every row of ``X`` (a weighted loss,
         :class:`skdpsco.losses.WeightedLoss`: row ``i``'s derivative times ``c_i``), or an empty
         array for an unweighted one. Weighted rows run this same loop, whatever their values.
@@ -309,14 +316,14 @@ def run_steps(
     l2_penalty : ridge coefficient ``lambda``. ``radius`` : the ball; ``<= 0`` for ``R^p``.
     """
     cdef Py_ssize_t p = w.shape[0]
-    cdef Py_ssize_t T = steps.shape[0], n_order = order.shape[0]
+    cdef Py_ssize_t T = steps.shape[0], n_order = order.shape[0] if order.shape[0] else X.shape[0]
     cdef Py_ssize_t t, i, row, noise_row = 0, B, end
     cdef double eta, c, z, norm2
     cdef double *wp = &w[0]
     cdef double *gp = &gradient[0]
     cdef double *tp = &total[0]
     cdef const double *Xp = &X[0, 0]
-    cdef const Py_ssize_t *op = &order[0]
+    cdef const Py_ssize_t *op = &order[0] if order.shape[0] else NULL
     cdef const double *yp = &y[0] if y.shape[0] else NULL
     cdef const double *cp = _weights_of(weights, X.shape[0])
     with nogil:
@@ -329,8 +336,9 @@ def run_steps(
             if average:
                 _axpy(1.0, wp, tp, p)
             if B == 1:
-                _prefetch_row(Xp, p, op, start, n_order)
-                row = op[start]
+                if op != NULL:
+                    _prefetch_row(Xp, p, op, start, n_order)
+                row = _row_at(op, start)
                 z = _dot(Xp + row * p, wp, p)
                 c = -eta * _row_derivative(code, z, yp, cp, row, a)
                 if l2_penalty != 0.0:
@@ -340,8 +348,9 @@ def run_steps(
                 for i in range(p):
                     gp[i] = 0.0
                 for i in range(start, end):
-                    _prefetch_row(Xp, p, op, i, n_order)
-                    row = op[i]
+                    if op != NULL:
+                        _prefetch_row(Xp, p, op, i, n_order)
+                    row = _row_at(op, i)
                     z = _dot(Xp + row * p, wp, p)
                     _axpy(_row_derivative(code, z, yp, cp, row, a) / B, Xp + row * p, gp, p)
                 if l2_penalty != 0.0:
@@ -386,12 +395,43 @@ cdef inline double _sparse_dot(const double *data, const index_t *indices, Py_ss
     return (s0 + s1) + (s2 + s3)
 
 
+cdef inline double _sparse_dot_fill(const double *data, const index_t *indices, Py_ssize_t lo, Py_ssize_t hi,
+                                    const double *v, double fill, Py_ssize_t column) noexcept nogil:
+    """:func:`_sparse_dot` of the row's stored entries ``lo:hi`` followed by an entry ``fill`` in
+    ``column`` that is not stored (the intercept column): each product added to the partial sum
+    it would be added to were that entry stored last (its position modulo four within the
+    groups of four, the first sum after them), in the same order, so the same value bit for bit."""
+    cdef double s[4]
+    cdef Py_ssize_t k, count = hi - lo + 1, grouped = count - count % 4
+    s[0] = s[1] = s[2] = s[3] = 0.0
+    for k in range(count - 1):
+        s[k % 4 if k < grouped else 0] += data[lo + k] * v[indices[lo + k]]
+    s[(count - 1) % 4 if count - 1 < grouped else 0] += fill * v[column]
+    return (s[0] + s[1]) + (s[2] + s[3])
+
+
+cdef inline double _row_dot(const double *data, const index_t *indices, Py_ssize_t lo, Py_ssize_t hi,
+                            const double *v, double fill, Py_ssize_t column) noexcept nogil:
+    """``<x, v>`` of a stored row, with a last entry ``fill`` in ``column`` when ``column >= 0``."""
+    if column < 0:
+        return _sparse_dot(data, indices, lo, hi, v)
+    return _sparse_dot_fill(data, indices, lo, hi, v, fill, column)
+
+
 cdef inline void _sparse_add(double c, const double *data, const index_t *indices, Py_ssize_t lo, Py_ssize_t hi,
                              double *g) noexcept nogil:
     """``g += c x`` over the stored entries ``lo:hi`` of a row ``x``."""
     cdef Py_ssize_t k
     for k in range(lo, hi):
         g[indices[k]] += c * data[k]
+
+
+cdef inline void _row_add(double c, const double *data, const index_t *indices, Py_ssize_t lo, Py_ssize_t hi,
+                          double *g, double fill, Py_ssize_t column) noexcept nogil:
+    """:func:`_sparse_add`, then ``g[column] += c fill`` when ``column >= 0`` (an unstored last entry)."""
+    _sparse_add(c, data, indices, lo, hi, g)
+    if column >= 0:
+        g[column] += c * fill
 
 
 cdef inline double _update_entry(double c, double x, Py_ssize_t j, double *v, double *u, double A) noexcept nogil:
@@ -418,6 +458,22 @@ cdef inline double _sparse_update(double c, const double *data, const index_t *i
     for k in range(m, hi):
         s0 += _update_entry(c, data[k], indices[k], v, u, A)
     return (s0 + s1) + (s2 + s3)
+
+
+cdef inline double _row_update(double c, const double *data, const index_t *indices, Py_ssize_t lo,
+                               Py_ssize_t hi, double *v, double *u, double A, double fill, Py_ssize_t column) noexcept nogil:
+    """:func:`_sparse_update`, with a last entry ``fill`` in ``column`` that is not stored when
+    ``column >= 0``: each change added to the partial sum it would be added to were that entry
+    stored last (as :func:`_sparse_dot_fill`), so the same value bit for bit."""
+    cdef double s[4]
+    cdef Py_ssize_t k, count = hi - lo + 1, grouped = count - count % 4
+    if column < 0:
+        return _sparse_update(c, data, indices, lo, hi, v, u, A)
+    s[0] = s[1] = s[2] = s[3] = 0.0
+    for k in range(count - 1):
+        s[k % 4 if k < grouped else 0] += _update_entry(c, data[lo + k], indices[lo + k], v, u, A)
+    s[(count - 1) % 4 if count - 1 < grouped else 0] += _update_entry(c, fill, column, v, u, A)
+    return (s[0] + s[1]) + (s[2] + s[3])
 
 
 cdef inline double _fold_entry(Py_ssize_t j, double *v, double *u, double s, double A, double *g, double l2,
@@ -453,6 +509,13 @@ cdef double _fold(double *v, double *u, double s, double A, double *g, double l2
     return (s0 + s1) + (s2 + s3)
 
 
+def sparse_work_size(Py_ssize_t p, Py_ssize_t largest_batch):
+    """Entries of :func:`run_sparse_steps`' ``work`` buffer for ``p`` parameters and batches of at
+    most ``largest_batch`` rows: ``p + min(largest_batch, max(p, block))``, ``block`` the rows of a
+    block of its dense route."""
+    return p + min(largest_batch, max(p, _SPARSE_BLOCK_ROWS))
+
+
 def run_sparse_steps(
     const double[::1] data,
     const index_t[::1] indices,
@@ -474,12 +537,19 @@ def run_sparse_steps(
     double radius,
     bint average,
     bint cycle=False,
+    double fill=0.0,
+    bint with_fill=False,
 ):
     """:func:`run_steps` on the rows of a CSR matrix ``X`` given by its arrays ``data``,
     ``indices`` and ``indptr`` (int32 or int64, the same for both), the ``weights`` of its rows as
     there: same parameters, same steps,
     the same noise rows consumed in the same order; return the index in ``order`` after the last
-    row. ``work`` is a buffer of ``p + max(batch_sizes)`` entries.
+    row (an empty ``order``: the rows in sequence). With ``with_fill`` every row has a last entry
+    ``fill`` in column ``p - 1`` that it does not store (a sparse fit's intercept column): the
+    steps, bit for bit, of the rows with that entry stored last. ``work`` is a buffer of
+    :func:`sparse_work_size` entries: ``p`` for a gradient, and one derivative per row of a block
+    of the dense route or per row that stores an entry on the sparse route (at most ``p``: the
+    batch stores at most ``p`` entries there), not one per row of the batch.
 
     A noiseless step whose batch stores at most ``p`` entries costs ``O(nnz)``, not ``O(p)``. The
     iterate is held as ``w = s v`` with a scalar ``s``: the ridge shrinkage and the projection onto
@@ -508,8 +578,8 @@ def run_sparse_steps(
     (``tests/test_kernel.py`` checks the reference's iterates to 1e-12).
     """
     cdef Py_ssize_t p = w.shape[0]
-    cdef Py_ssize_t T = steps.shape[0], n_order = order.shape[0]
-    cdef Py_ssize_t t, i, row, noise_row = 0, B, end, stored, first, last, largest = 0
+    cdef Py_ssize_t T = steps.shape[0], n_order = order.shape[0] if order.shape[0] else indptr.shape[0] - 1
+    cdef Py_ssize_t t, i, k, row, noise_row = 0, B, end, stored, first, last, largest = 0
     cdef double eta, z, norm2
     cdef double s = 1.0, A = 0.0, vv = 0.0  # w = s v; the sum of the iterates is u + A v; vv = ||v||**2
     cdef double low = _AVERAGE_SCALE_LOW if average else _SCALE_LOW
@@ -521,14 +591,17 @@ def run_sparse_steps(
     cdef const double *xp = &data[0] if data.shape[0] else NULL
     cdef const index_t *ip = &indices[0] if indices.shape[0] else NULL
     cdef const index_t *rp = &indptr[0]
-    cdef const Py_ssize_t *op = &order[0] if n_order else NULL
+    cdef const Py_ssize_t *op = &order[0] if order.shape[0] else NULL
     cdef const double *yp = &y[0] if y.shape[0] else NULL
     cdef const double *cp = _weights_of(weights, indptr.shape[0] - 1)
     cdef const double *xi
+    cdef Py_ssize_t column = p - 1 if with_fill else -1  # the unstored intercept column, or none
     for t in range(T):
         largest = max(largest, batch_sizes[t])
-    if work.shape[0] < p + largest:
-        raise ValueError(f"work must have at least {p + largest} entries; got {work.shape[0]}.")
+    if with_fill and p < 1:
+        raise ValueError("w needs an entry for the intercept column.")
+    if work.shape[0] < sparse_work_size(p, largest):
+        raise ValueError(f"work must have at least {sparse_work_size(p, largest)} entries; got {work.shape[0]}.")
     with nogil:
         for i in range(p):
             gp[i] = 0.0
@@ -545,35 +618,41 @@ def run_sparse_steps(
                 A += s
             stored = 0
             for i in range(start, end):
-                row = op[i]
-                stored += rp[row + 1] - rp[row]
+                row = _row_at(op, i)
+                stored += rp[row + 1] - rp[row] + with_fill
             if stored > p:  # the dense route: one pass over the rows, one over p
                 first = start
                 while first < end:  # blocks of rows: margins, then gradient terms (the rows in cache)
                     last = min(first + _SPARSE_BLOCK_ROWS, end)
                     for i in range(first, last):
-                        row = op[i]
-                        z = s * _sparse_dot(xp, ip, rp[row], rp[row + 1], vp)
-                        dp[i - start] = _row_derivative(code, z, yp, cp, row, a) / B
+                        row = _row_at(op, i)
+                        z = s * _row_dot(xp, ip, rp[row], rp[row + 1], vp, fill, column)
+                        dp[i - first] = _row_derivative(code, z, yp, cp, row, a) / B
                     for i in range(first, last):
-                        row = op[i]
-                        _sparse_add(dp[i - start], xp, ip, rp[row], rp[row + 1], gp)
+                        row = _row_at(op, i)
+                        _row_add(dp[i - first], xp, ip, rp[row], rp[row + 1], gp, fill, column)
                     first = last
                 vv = _fold(vp, up, s, A, gp, l2_penalty, xi, eta, p)
                 s, A = 1.0, 0.0
             else:  # the sparse route: margins, then updates at the stored entries
+                k = 0  # the rows that store an entry (at most stored <= p): an empty row updates nothing
                 for i in range(start, end):
-                    row = op[i]
-                    z = s * _sparse_dot(xp, ip, rp[row], rp[row + 1], vp)
-                    dp[i - start] = _row_derivative(code, z, yp, cp, row, a) / B
+                    row = _row_at(op, i)
+                    if rp[row + 1] > rp[row] or with_fill:
+                        z = s * _row_dot(xp, ip, rp[row], rp[row + 1], vp, fill, column)
+                        dp[k] = _row_derivative(code, z, yp, cp, row, a) / B
+                        k += 1
                 if l2_penalty != 0.0:
                     s *= 1.0 - eta * l2_penalty
                     if not (low <= fabs(s) <= high):
                         vv = _fold(vp, up, s, A, NULL, 0.0, NULL, 0.0, p)
                         s, A = 1.0, 0.0
+                k = 0
                 for i in range(start, end):
-                    row = op[i]
-                    vv += _sparse_update(-eta * dp[i - start] / s, xp, ip, rp[row], rp[row + 1], vp, up, A)
+                    row = _row_at(op, i)
+                    if rp[row + 1] > rp[row] or with_fill:
+                        vv += _row_update(-eta * dp[k] / s, xp, ip, rp[row], rp[row + 1], vp, up, A, fill, column)
+                        k += 1
                 if xi != NULL:
                     vv = _fold(vp, up, s, A, NULL, 0.0, xi, eta, p)
                     s, A = 1.0, 0.0

@@ -152,7 +152,7 @@ from .._secure import noisy_release
 from ..accounting import epsilon_of, gaussian_event, gaussian_noise_multiplier
 from ..losses import LogisticLoss, MultinomialLogisticLoss, PowerLoss, WeightedLoss
 from .._noise import release_noise
-from ._core import SolverResult, _dask, is_dask, project_to_ball, scale_sparse_rows
+from ._core import SolverResult, _dask, csr_row_block, is_dask, project_to_ball, scale_sparse_rows, with_constant_column
 from .noisy_gd import _NOISE_SAFETY  # the same round-up of a closed-form noise level
 
 if TYPE_CHECKING:
@@ -342,23 +342,25 @@ def plan_newton(problem: Problem, n_steps: int, hessian_steps: int, hessian_shar
     )
 
 
-def loss_derivatives(w: np.ndarray, X: np.ndarray, y: np.ndarray, loss, hessian: bool):
+def loss_derivatives(w: np.ndarray, X: np.ndarray, y: np.ndarray, loss, hessian: bool, intercept: float | None = None):
     """Averaged loss gradient at ``w`` (shape of ``w``) and, with ``hessian``, the averaged loss
     Hessian in the flattened parameter (``(w.size, w.size)``; ``None`` otherwise), in one pass over
     row blocks of :data:`HESSIAN_BLOCK`, each block's margins computed once. The gradient is
     :func:`~._core.margin_gradient`'s formula (``tests/test_newton.py`` checks they agree); with a
     :class:`~skdpsco.losses.WeightedLoss` (``y`` its :func:`~skdpsco.losses.weighted_targets`) each
-    row's Hessian is multiplied by its weight, as its gradient is."""
+    row's Hessian is multiplied by its weight, as its gradient is. ``intercept``: the value of a
+    last column of the CSR rows ``X`` that they do not store (:func:`summed_loss_derivatives`)."""
     if is_dask(X):  # one pass of per-block sums (:mod:`skdpsco._dask`), on sub-blocks it may overwrite
         overwrite = getattr(X, "is_lazy_rows", False)  # the rows of a fit: each sub-block is mapped anew
         gradient, total = _dask().block_sum(summed_loss_derivatives, X, y, extra=(w, loss, hessian, overwrite))
     else:
-        gradient, total = summed_loss_derivatives(X, y, w, loss, hessian)
+        gradient, total = summed_loss_derivatives(X, y, w, loss, hessian, intercept=intercept)
     n = X.shape[0]
     return gradient / n, (total / n if hessian else None)
 
 
-def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool, overwrite_rows: bool = False) -> tuple:
+def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool, overwrite_rows: bool = False,
+                            intercept: float | None = None) -> tuple:
     """The sums over the rows of :func:`loss_derivatives`' gradient and Hessian (``None`` without
     ``hessian``). A C-contiguous float64 ``X`` with a binary logistic or squared loss takes the
     compiled pass (:func:`skdpsco.rows.loss_derivatives`, one read of every row); any other input
@@ -366,7 +368,16 @@ def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool, overwrite_
     With ``overwrite_rows`` (a Dask fit's mapped sub-blocks, dense) a binary loss's Hessian
     scales the rows of ``X`` in place instead of a copy: the same values, no temporary of the
     size of a block (which a Dask worker's allocator returns to the system, and pays for in page
-    faults, at every sub-block)."""
+    faults, at every sub-block).
+
+    ``intercept`` (CSR ``X`` only): the rows are ``[X, intercept]``, a last column of that value
+    that ``X`` does not store (a sparse fit's intercept column, one entry a row fewer in memory);
+    the same values, bit for bit, as with the column stored: each margin is ``X``'s partial sum
+    plus ``intercept w_p`` (scipy adds the row's last entry last), the gradient's last entry the
+    running sum of ``intercept phi'`` over the rows in order (scipy's order), the Hessian
+    :func:`skdpsco.rows.sparse_scaled_gram`'s with the column."""
+    if intercept is not None and not sparse.issparse(X):
+        raise ValueError("intercept= is the unstored last column of CSR rows; dense rows store their own.")
     weighted = isinstance(loss, WeightedLoss)
     code = _compiled_loss(loss, w)
     if code is not None and fused_rows.fused_layout(X):
@@ -374,12 +385,22 @@ def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool, overwrite_
         return fused_rows.loss_derivatives(X, labels, w, code, weights, hessian)
     gradient = np.zeros(w.shape)
     total = np.zeros((w.size, w.size)) if hessian else None
+    features = w if intercept is None else w[..., :-1]
     for start in range(0, X.shape[0], HESSIAN_BLOCK):
-        X_block, y_block = X[start : start + HESSIAN_BLOCK], y[start : start + HESSIAN_BLOCK]
-        margins = X_block @ w.T
-        gradient += loss.derivative(margins, y_block).T @ X_block
+        rows = slice(start, min(start + HESSIAN_BLOCK, X.shape[0]))
+        X_block, y_block = csr_row_block(X, rows) if sparse.issparse(X) else X[rows], y[rows]
+        margins = X_block @ features.T
+        if intercept is not None:
+            margins += intercept * w[..., -1]
+        derivatives = loss.derivative(margins, y_block)
+        if intercept is None:
+            gradient += derivatives.T @ X_block
+        else:
+            gradient[..., :-1] += derivatives.T @ X_block
+            gradient[..., -1] += np.cumsum(intercept * derivatives, axis=0)[-1]  # in the rows' order, as scipy's
         if hessian:
-            _add_hessian(total, margins, X_block, y_block["weight"] if weighted else None, loss, overwrite_rows)
+            _add_hessian(total, margins, X_block, y_block["weight"] if weighted else None, loss, overwrite_rows,
+                         intercept)
     return gradient, total
 
 
@@ -396,19 +417,27 @@ def _compiled_loss(loss, w: np.ndarray) -> int | None:
 
 
 def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weights: np.ndarray | None, loss,
-                 overwrite_rows: bool = False) -> None:
+                 overwrite_rows: bool = False, intercept: float | None = None) -> None:
     """Add the summed loss Hessians of the rows ``X`` with ``margins`` to ``total`` (logistic and
     squared loss: ``X^T diag(c phi'') X``, one symmetric rank-``k`` update, ``phi'' = sigma(z)
     sigma(-z)`` or 2; multinomial: the blocks ``(k, l)`` of ``X^T diag(c s_k (delta_kl - s_l)) X``,
     parameter flattened row by row), ``c`` the rows' weights (``None``: all 1). With
-    ``overwrite_rows`` (dense ``X``) the binary losses scale ``X`` in place."""
+    ``overwrite_rows`` (dense ``X``) the binary losses scale ``X`` in place; of a CSR ``X`` they
+    sum the scaled rows' outer products in place of a scaled copy (:func:`skdpsco.rows.sparse_scaled_gram`),
+    with ``intercept`` the value of a last column the CSR rows do not store (the multinomial
+    Hessian's blocks read a copy of the rows with that column, a block's worth)."""
     c = 1.0 if row_weights is None else np.asarray(row_weights, dtype=np.float64)
     if margins.ndim == 1:
         curvature = np.full(X.shape[0], 2.0) if is_squared_loss(loss) else expit(margins) * expit(-margins)
         factors = np.sqrt(c * curvature)
-        scaled = np.multiply(X, factors[:, None], out=X) if overwrite_rows else _rows_times(X, factors)
-        total += _dense(scaled.T @ scaled)  # A.T @ A: numpy calls the symmetric BLAS update
+        if sparse.issparse(X):  # scipy's S.T @ S, without its copies of the rows
+            total += fused_rows.sparse_scaled_gram(X, factors, intercept)
+            return
+        scaled = np.multiply(X, factors[:, None], out=X) if overwrite_rows else X * factors[:, None]
+        total += scaled.T @ scaled  # A.T @ A: numpy calls the symmetric BLAS update
         return
+    if intercept is not None:
+        X = with_constant_column(X, intercept)
     n_classes, p = margins.shape[1], X.shape[1]
     probabilities = softmax(margins, axis=1)
     for k in range(n_classes):
@@ -564,8 +593,16 @@ class PrivateNewton:
         eigenvalues, eigenvectors = np.linalg.eigh(average)
         return np.maximum(eigenvalues, floor), eigenvectors, floor
 
-    def run(self, plan: NewtonPlan, X, y, problem: Problem, rng: np.random.Generator) -> SolverResult:
-        """Run a planned Newton method on all rows (already clipped).
+    def reads_unstored_intercept(self, loss) -> bool:
+        """Whether :meth:`run` reads CSR rows' intercept column without it stored (``intercept=``):
+        for every loss (:func:`summed_loss_derivatives`)."""
+        return True
+
+    def run(self, plan: NewtonPlan, X, y, problem: Problem, rng: np.random.Generator,
+            intercept: float | None = None) -> SolverResult:
+        """Run a planned Newton method on all rows (already clipped); ``intercept``: the value of
+        a last (intercept) column of CSR rows ``X`` that they do not store
+        (:func:`summed_loss_derivatives`), the same model as with the column stored.
 
         Every gradient and every Hessian is released by :func:`skdpsco._secure.noisy_release`
         with the planned noise and sensitivity (module docstring, "Secure mode"): ``value +``
@@ -582,7 +619,7 @@ class PrivateNewton:
         floors = []
         for t in range(plan.n_steps):
             new_hessian = t < plan.hessian_steps
-            gradient, hessian = loss_derivatives(w, X, y, problem.loss, new_hessian)
+            gradient, hessian = loss_derivatives(w, X, y, problem.loss, new_hessian, intercept)
             gradient = noisy_release(gradient, plan.gradient_noise[t], noise_rng,
                                      sensitivity=plan.gradient_sensitivities[t], release=release_noise).ravel()
             if new_hessian:

@@ -73,7 +73,7 @@ from ..accounting import (
     zcdp_event,
 )
 from ..defaults import noisy_gd_schedule
-from ._core import SolverResult, full_batches, projected_noisy_sgd
+from ._core import SolverResult, full_batches, kernel_loss, projected_noisy_sgd
 
 if TYPE_CHECKING:
     from ._problem import Problem
@@ -198,12 +198,14 @@ def averaged_steps(plan: NoisyGDPlan, tail_fraction: float) -> int:
     return int(tail_fraction * plan.n_steps) if plan.analysis == "composition" else 0
 
 
-def plan_descent(plan: NoisyGDPlan, X, y, problem: Problem, n_steps: int, w0, noise_rng, average: bool):
+def plan_descent(plan: NoisyGDPlan, X, y, problem: Problem, n_steps: int, w0, noise_rng, average: bool,
+                 intercept: float | None = None):
     """``n_steps`` full-batch steps of ``plan`` from ``w0`` on the shared core: the last iterate, or
-    with ``average`` the mean of the points at which the gradients were taken."""
+    with ``average`` the mean of the points at which the gradients were taken. ``intercept``: the
+    value of a last column of CSR rows ``X`` that they do not store (:func:`~._core.full_batches`)."""
     return projected_noisy_sgd(
         problem.gradient(),
-        full_batches(X, y, n_steps),
+        full_batches(X, y, n_steps, intercept),
         np.full(n_steps, plan.step),
         np.full(n_steps, plan.noise_std),
         w0,
@@ -244,14 +246,24 @@ class NoisyGD:
     def plan(self, problem: Problem) -> NoisyGDPlan:
         return plan_noisy_gd(problem, self.n_steps, self.step)
 
-    def run(self, plan: NoisyGDPlan, X, y, problem: Problem, rng: np.random.Generator) -> SolverResult:
-        """Run a planned descent on all rows (already clipped); every step reads every row."""
+    def reads_unstored_intercept(self, loss) -> bool:
+        """Whether :meth:`run` reads CSR rows' intercept column without it stored (``intercept=``)
+        in place: for a loss (or the base of its smoothing) with a compiled derivative
+        (:func:`~._core.kernel_loss`); the others' batches are copies with the column."""
+        return kernel_loss(loss) is not None
+
+    def run(self, plan: NoisyGDPlan, X, y, problem: Problem, rng: np.random.Generator,
+            intercept: float | None = None) -> SolverResult:
+        """Run a planned descent on all rows (already clipped); every step reads every row.
+        ``intercept``: the value of a last (intercept) column of CSR rows ``X`` that they do not
+        store, the same model as with the column stored."""
         if X.shape[0] != plan.n_samples:
             raise ValueError(f"The plan is for {plan.n_samples} rows; got {X.shape[0]}.")
         (noise_rng,) = rng.spawn(1)
         averaged = averaged_steps(plan, self.tail_fraction)
-        w = plan_descent(plan, X, y, problem, plan.n_steps - averaged, np.zeros(problem.coef_shape), noise_rng, False)
-        coef = plan_descent(plan, X, y, problem, averaged, w, noise_rng, True) if averaged else w
+        w = plan_descent(plan, X, y, problem, plan.n_steps - averaged, np.zeros(problem.coef_shape), noise_rng, False,
+                         intercept)
+        coef = plan_descent(plan, X, y, problem, averaged, w, noise_rng, True, intercept) if averaged else w
         info = {
             "n_steps": plan.n_steps,
             "step": plan.step,
