@@ -58,7 +58,7 @@ from skdpsco import DPHuberRegressor, DPPoissonRegressor, DPQuantileRegressor, P
 
 from .machine import machine_info
 from .real import RANDHIE_FEATURES, STAR98_FEATURES, _diabetes, _fair, _statsmodels_frame
-from .utility import RESULTS
+from .utility import RESULTS, write_with_notes
 
 
 def _raw_diabetes():
@@ -211,7 +211,7 @@ def main(argv=None) -> None:
             "test metric to the counterpart's on the same split (mean ± standard error over the seeds); "
             "'constant' is the training median (Huber), quantile, or mean (Poisson).\n\n"
         )
-        (RESULTS / "glm.md").write_text(header + text + "\n")
+        write_with_notes(RESULTS / "glm.md", header + text + "\n")
 
 
 if __name__ == "__main__":

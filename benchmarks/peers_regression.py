@@ -63,7 +63,7 @@ from skdpsco import DPHuberRegressor, DPLpRegression, PrivacyAccountant, default
 from .glm import _anes96, _engel, _fair_affairs, _randhie_log, _raw_diabetes, rmse
 from .machine import machine_info
 from .real import GRUNFELD_TARGET_BOUND, STAR98_FEATURES, _grunfeld, _statsmodels_frame
-from .utility import RESULTS
+from .utility import RESULTS, write_with_notes
 
 # -- AdaSSP (Wang 2018, Algorithm 2) ------------------------------------------------------------------
 ADASSP_FAILURE = 0.05
@@ -378,7 +378,8 @@ def main(argv=None) -> None:
         if args.seeds >= 10:
             (RESULTS / "regression_peers_ablation.json").write_text(
                 json.dumps({"machine": machine_info(), "cells": cells}, indent=1))
-            (RESULTS / "regression_peers_ablation.md").write_text(
+            write_with_notes(
+                RESULTS / "regression_peers_ablation.md",
                 "# DPLpRegression(): the centred target range against the former target bound "
                 "(`python -m benchmarks.peers_regression --ablation`)\n\n"
                 f"{args.seeds} seeds, test RMSE over non-private `StandardScaler` + `LinearRegression` (mean ± standard "
@@ -406,7 +407,7 @@ def main(argv=None) -> None:
             "(non-private `StandardScaler` and target mean: not a private algorithm, an upper reference).\n\n"
             "Sanity check, peers at epsilon = 1e7 against OLS (3 seeds):\n\n" + sanity + "\n\n"
         )
-        (RESULTS / f"{stem}.md").write_text(header + text + "\n")
+        write_with_notes(RESULTS / f"{stem}.md", header + text + "\n")
 
 
 if __name__ == "__main__":

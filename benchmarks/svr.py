@@ -39,7 +39,7 @@ from skdpsco.losses import HuberLoss
 
 from .glm import ROBUST_SETS, rmse
 from .machine import machine_info
-from .utility import RESULTS
+from .utility import RESULTS, write_with_notes
 
 TUBES = (0.05, 0.1, 0.2)
 """Widths ``e`` of the insensitive tube, as fractions of the target bound (``DPHuberRegressor``'s
@@ -129,7 +129,8 @@ def main(argv=None) -> None:
     print(text)
     if args.seeds >= 10:
         (RESULTS / "svr.json").write_text(json.dumps({"machine": machine_info(), "cells": cells}, indent=1))
-        (RESULTS / "svr.md").write_text(
+        write_with_notes(
+            RESULTS / "svr.md",
             "# An epsilon-insensitive tube on DPHuberRegressor (`python -m benchmarks.svr`)\n\n"
             f"{args.seeds} seeds, epsilon = 1, delta = 'auto', private models with their defaults on the raw rows, "
             "counterparts after `StandardScaler`. Test metric over the reference's on the same split (mean ± "

@@ -50,6 +50,27 @@ except ImportError:  # scikit-learn >= 1.7 in this environment: see benchmarks/R
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+NOTES_HEADING = "\n## "
+"""Where the hand-written notes of a results file start: its first level-2 heading (a generated
+header and its tables have none)."""
+
+
+def write_with_notes(path: Path, generated: str) -> bool:
+    """Write ``generated`` (a header and tables) to ``path``, followed by the notes of the file it
+    replaces: everything from that file's first level-2 heading on, written by hand to read the
+    tables, which a rerun must not delete (their figures are the previous run's: check them).
+    Returns whether notes were kept."""
+    if NOTES_HEADING in "\n" + generated:
+        raise ValueError("generated text must not hold a level-2 heading: it would be read as the notes.")
+    old = path.read_text() if path.exists() else ""
+    start = old.find(NOTES_HEADING)
+    notes = old[start:] if start >= 0 else ""
+    path.write_text(generated.rstrip("\n") + "\n" + notes if notes else generated)
+    if notes:
+        print(f"{path.name}: the notes below its tables were kept from the previous run; check their figures.")
+    return bool(notes)
+
+
 # -- datasets ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Dataset:

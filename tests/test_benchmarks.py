@@ -317,3 +317,17 @@ def test_glm_anes96_features_are_the_documented_exog_without_the_target():
         X, y = _anes96(target)()
         assert target not in ANES96_EXOG and X.shape == (944, len(ANES96_EXOG))
         assert np.all((y >= 0) & (y <= 7)) and np.all(y == np.round(y))
+
+
+def test_a_rerun_keeps_the_notes_below_the_tables(tmp_path):
+    from benchmarks.utility import write_with_notes
+
+    path = tmp_path / "table.md"
+    assert not write_with_notes(path, "# Title\n\n| a |\n|---|\n| 1 |\n")
+    path.write_text(path.read_text() + "\n## Reading the table\n\nThe 1 means one.\n\n## More\n\nkept too\n")
+    assert write_with_notes(path, "# Title\n\n| a |\n|---|\n| 2 |\n")
+    assert path.read_text() == (
+        "# Title\n\n| a |\n|---|\n| 2 |\n\n## Reading the table\n\nThe 1 means one.\n\n## More\n\nkept too\n"
+    )
+    with pytest.raises(ValueError, match="level-2 heading"):
+        write_with_notes(path, "# Title\n\n## A heading the rerun would take for notes\n")
