@@ -82,7 +82,6 @@ from skdpsco.accounting import calibrate_zcdp_rho, epsilon_of, gaussian_noise_mu
 from skdpsco.audit import AuditResult, audit_mechanism
 from skdpsco.linear_model._base import PrivacyWarning, _pure_epsilon
 from skdpsco.linear_model._bounds import SCALED_BOUND, plan_bound, release_bound
-import skdpsco.linear_model._scaling as scaling
 from skdpsco.linear_model._scaling import MAGNITUDE_THRESHOLD
 from skdpsco.location import inverse_sensitivity_location
 from skdpsco.losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss
@@ -99,6 +98,8 @@ from skdpsco.solvers.objective import ObjectivePerturbation
 from skdpsco.solvers.phased import PhasedERM, PhasedSGD, StronglyConvexPhasedSGD
 from skdpsco.solvers.pnsgd import PNSGD, MultiPassPNSGD, SkipPNSGD, StopPNSGD
 from skdpsco.solvers.snowball import noise_every, plan_snowball, run_snowball
+
+from .engine import moment_floor
 
 __all__ = ["AUDITS", "AUDIT_DELTA", "Audit", "Setup", "run_audit", "weakened"]
 
@@ -1243,12 +1244,8 @@ def scaled_svm_late_rows() -> Setup:
     setup = scaled_svm_default(LATE_ROWS)
 
     def run(dataset, seed):
-        saved = scaling.MOMENT_ROWS, scaling.MOMENT_NOISE
-        scaling.MOMENT_ROWS, scaling.MOMENT_NOISE = LATE_MOMENT_ROWS, math.inf
-        try:
+        with moment_floor(LATE_MOMENT_ROWS, exact=True):
             return setup.run(dataset, seed)
-        finally:
-            scaling.MOMENT_ROWS, scaling.MOMENT_NOISE = saved
 
     return replace(setup, run=run)
 

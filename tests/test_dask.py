@@ -14,6 +14,8 @@ dd = pytest.importorskip("dask.dataframe")
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant  # noqa: E402
 from skdpsco.solvers import _core  # noqa: E402
 
+from benchmarks.engine import moment_floor  # noqa: E402
+
 
 def table(n=1200, seed=0):
     rng = np.random.default_rng(seed)
@@ -463,12 +465,10 @@ def test_secure_mode_streams_with_the_operating_systems_generator():
 
 
 @pytest.fixture
-def moment_rows_600(monkeypatch):
+def moment_rows_600():
     """Moments of the first 600 rows whatever the budget: three blocks of 200 of the 1200 rows."""
-    from skdpsco.linear_model import _scaling
-
-    monkeypatch.setattr(_scaling, "MOMENT_ROWS", 600)
-    monkeypatch.setattr(_scaling, "MOMENT_NOISE", 1e9)
+    with moment_floor(600, exact=True):
+        yield
 
 
 @pytest.mark.parametrize("data_norm", [None, 300.0])

@@ -14,6 +14,7 @@ import skdpsco.rows as fused_rows
 import skdpsco.linear_model._scaling as scaling
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
+from benchmarks.engine import moment_floor
 from benchmarks.rare_column import rare_table
 
 
@@ -499,10 +500,10 @@ def test_a_fit_of_many_rows_releases_the_moments_of_its_first_rows_with_the_same
 
 
 @pytest.fixture
-def few_moment_rows(monkeypatch):
+def few_moment_rows():
     """Moments of the first 500 rows whatever the budget."""
-    monkeypatch.setattr(scaling, "MOMENT_ROWS", 500)
-    monkeypatch.setattr(scaling, "MOMENT_NOISE", 1e9)
+    with moment_floor(500, exact=True):
+        yield
 
 
 @pytest.mark.parametrize("data_norm", [None, 3e3])

@@ -68,6 +68,7 @@ def _label_indices(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
         )
     return indices
 
+
 class PrivacyWarning(UserWarning):
     """A public setting that weakens the meaning of the guarantee (e.g. ``delta >= 1/n``)."""
 
