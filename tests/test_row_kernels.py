@@ -189,3 +189,16 @@ def test_shared_threads_run_every_pass_on_one_pool_that_ends_with_the_block(monk
             assert fused.map_blocks(lambda start: start, 23) == alone
             assert threading.active_count() == before + 2
     assert threading.active_count() == before  # no thread outlives the block
+
+
+@pytest.mark.parametrize("special", [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -5e-310,
+                                     np.finfo(float).max, -np.finfo(float).max, np.finfo(float).tiny])
+def test_count_non_finite_counts_exactly_the_nans_and_infinities(special, small_blocks):
+    """The bit count of :func:`skdpsco.rows.count_non_finite` against ``np.isfinite``: each special
+    value (NaN of either sign, infinities; zeros, subnormals, the largest and least normal floats
+    are finite) placed at scattered entries of rows over every order of magnitude."""
+    X = _table(3, 40, 9, intercept=False)
+    rng = np.random.default_rng(4)
+    X.flat[rng.choice(X.size, size=17, replace=False)] = special
+    assert fused.count_non_finite(X) == np.count_nonzero(~np.isfinite(X))
+    assert fused.count_non_finite(np.empty((0, 3))) == 0

@@ -1383,7 +1383,8 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         """
         if is_dask(y):
             return self._encode_dask_targets(y)
-        check_classification_targets(y)
+        if not (y.ndim == 1 and y.dtype.kind in "biu"):  # integer labels: always binary or multiclass
+            check_classification_targets(y)  # (it finds the distinct labels to tell which: a pass and a sort)
         if self.classes is None:
             warnings.warn(labels_from_data_warning(), PrivacyWarning, stacklevel=5)
             classes = np.unique(y)

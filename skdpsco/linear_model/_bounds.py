@@ -27,11 +27,12 @@ from dataclasses import dataclass
 import dp_accounting
 import numpy as np
 
+from .. import rows as fused_rows
 from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
 from .._noise import release_noise
 from ..solvers._core import is_dask
-from ._scaling import MAGNITUDE_RANGE, MAGNITUDE_THRESHOLD, ROW_BLOCK, magnitude_counts
+from ._scaling import MAGNITUDE_RANGE, MAGNITUDE_THRESHOLD, magnitude_counts
 
 __all__ = [
     "BOUND_SHARE",
@@ -279,15 +280,15 @@ def order_counts(columns) -> np.ndarray:
 
 
 def _order_counts(column) -> np.ndarray:
-    """The histogram of :func:`order_counts` of one column, counted :data:`ROW_BLOCK` values at a
-    time in memory (no temporary of the column's size)."""
-    top = np.finfo(float).max  # an infinite row norm (a finite row longer than the float range) in the top bin
+    """The histogram of :func:`order_counts` of one column. In memory, by the compiled kernel of
+    the rows' magnitudes (:func:`skdpsco.rows.magnitude_counts`, the same integers as
+    :func:`~._scaling.magnitude_counts`, in one pass and no temporary), on the column as a
+    one-feature block of rows; an infinite value (a finite row longer than the float range has
+    an infinite norm) lands in the top bin, as the largest float does."""
     if is_dask(column):
-        return magnitude_counts(np.minimum(column, top)[:, None])[0]
-    counts = np.zeros(2 * MAGNITUDE_RANGE + 1)  # integers, as floats (magnitude_counts): added exactly
-    for start in range(0, column.shape[0], ROW_BLOCK):
-        counts += magnitude_counts(np.minimum(column[start:start + ROW_BLOCK], top)[:, None])[0]
-    return counts
+        return magnitude_counts(np.minimum(column, np.finfo(float).max)[:, None])[0]
+    column = np.ascontiguousarray(column, dtype=np.float64).reshape(-1, 1)
+    return fused_rows.magnitude_counts(column, 1, MAGNITUDE_RANGE)[0]
 
 
 def _noisy_histograms(columns, plan: BoundPlan, rng: np.random.Generator) -> np.ndarray:

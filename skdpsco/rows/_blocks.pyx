@@ -213,15 +213,22 @@ def gather_standardised(const double[:, ::1] X, const Py_ssize_t[::1] order, dou
 
 
 def count_non_finite(const double[:, ::1] rows):
-    """The number of NaN or infinite entries of the block (one read)."""
-    cdef Py_ssize_t n = rows.shape[0], d = rows.shape[1], i, j, count = 0
+    """The number of NaN or infinite entries of the block (one read): the entries whose biased
+    exponent has all eleven bits set, which is when adding one to it carries into the sign bit.
+    Counted on the floats' bits with a mask, an add and a shift, which the compiler vectorises
+    on any x86-64 (``isfinite`` per entry, or a 64-bit comparison, ran at a third of the speed of
+    reading the block)."""
+    cdef Py_ssize_t n = rows.shape[0], d = rows.shape[1], i, j
+    cdef uint64_t count = 0, exponent_mask = (<uint64_t> 0x7FF) << 52, exponent_one = (<uint64_t> 1) << 52
+    cdef const uint64_t *bits
     if n == 0 or d == 0:
         return 0
     with nogil:
         for i in range(n):
+            bits = <const uint64_t *> &rows[i, 0]
             for j in range(d):
-                count += not isfinite(rows[i, j])
-    return count
+                count += ((bits[j] & exponent_mask) + exponent_one) >> 63
+    return <Py_ssize_t> count
 
 
 def standardise(double[:, ::1] rows, Py_ssize_t d, const double[::1] mean, const double[::1] scale, double clip_norm):
