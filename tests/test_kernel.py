@@ -23,7 +23,7 @@ from skdpsco.losses import (
     SquaredHingeLoss,
 )
 from skdpsco.smoothing import smooth
-from skdpsco.solvers import _kernel
+from skdpsco.solvers import ALGORITHMS, Problem, _kernel
 from skdpsco.solvers.snowball import MIN_NOISY_STEPS, noise_every
 from _audits import audit_params, check_audit
 
@@ -505,3 +505,72 @@ def test_row_order_accepts_permutations_only():
     for bad in ([0, 0, 2], [0, 1, 3], [-1, 0, 1], [0, 1], [0.0, 0.0, 1.0]):
         with pytest.raises(ValueError, match="permutation"):
             row_order(3, rng, np.array(bad))
+
+
+class _WrittenOnDemand:
+    """Rows of which only those asked for are written: ``rows`` starts as NaN, and each call
+    ``written(stop)`` copies the true rows before ``stop`` in (a reader that reads a row before it
+    asks for it reads NaN)."""
+
+    def __init__(self, rows: np.ndarray):
+        self.true, self.rows, self.stops = rows, np.full_like(rows, np.nan), []
+
+    def __call__(self, stop: int) -> None:
+        self.stops.append(stop)
+        self.rows[:stop] = self.true[:stop]
+
+
+@pytest.mark.parametrize("algorithm", ["phased_sgd", "snowball"])
+@pytest.mark.parametrize("in_order", [True, False], ids=["in sequence", "fixed permutation"])
+def test_one_pass_solvers_read_rows_still_being_written_only_once_written(algorithm, in_order, monkeypatch):
+    """A solver that reads rows as they are written (``reads_rows_progressively``) asks for every
+    row before reading it: on rows that are NaN until asked for, it returns the model of the rows
+    written in advance, bit for bit, having asked for them chunk by chunk (more than one call,
+    so the pass overlaps the writing), never beyond the rows."""
+    monkeypatch.setattr(core, "PROGRESS_CHUNK_ROWS", 64)
+    rng = np.random.default_rng(3)
+    rows = core.clip_rows(rng.normal(size=(1500, 6)), 1.0)
+    y = np.where(rng.random(1500) < 0.5, -1.0, 1.0)
+    loss = LogisticLoss()
+    problem = Problem(n_samples=1500, coef_shape=(6,), loss=loss, constants=loss.constants(1.0, 5.0), radius=5.0,
+                      epsilon=1.0, delta=1e-6)
+    solver = ALGORITHMS[algorithm]
+    assert solver.reads_rows_progressively
+    plan = solver.plan(problem)
+    order = np.arange(1500) if in_order else np.random.default_rng(4).permutation(1500)
+    expected = solver.run(plan, rows, y, problem, np.random.default_rng(5), order=order).coef
+    written = _WrittenOnDemand(rows)
+    got = solver.run(plan, written.rows, y, problem, np.random.default_rng(5), order=order, rows_written=written).coef
+    np.testing.assert_array_equal(got, expected)
+    assert len(written.stops) > 2 and max(written.stops) <= 1500
+
+
+def test_kernel_chunks_cover_the_steps_in_order_within_their_limits():
+    """:func:`~skdpsco.solvers._core.kernel_chunks`: consecutive slices covering every step once,
+    each at most ``max_steps`` steps and ``max_rows`` rows unless one batch alone exceeds it."""
+    sizes = np.array([1, 1, 5, 40, 3, 3, 100, 2, 2, 2, 2])
+    chunks = core.kernel_chunks(sizes, 4, 10)
+    assert [c.start for c in chunks] == [0, *[c.stop for c in chunks[:-1]]] and chunks[-1].stop == sizes.size
+    for chunk in chunks:
+        assert chunk.stop - chunk.start <= 4
+        assert sizes[chunk].sum() <= 10 or chunk.stop - chunk.start == 1
+    assert core.kernel_chunks(sizes, 4) == [slice(0, 4), slice(4, 8), slice(8, 12)]
+
+
+def test_rows_in_progress_waits_for_the_blocks_before_a_row_in_order():
+    """:class:`skdpsco.rows.RowsInProgress`: ``wait(stop)`` waits for exactly the blocks holding
+    the rows before ``stop`` (each once), raises what a block's task raised, and ``wait()`` for all."""
+    from concurrent.futures import Future
+
+    from skdpsco.rows import RowsInProgress
+
+    futures = [Future() for _ in range(4)]
+    for future in futures[:2]:
+        future.set_result(None)
+    futures[3].set_exception(RuntimeError("block 3"))
+    progress = RowsInProgress(futures, block_rows=10, n_rows=35)
+    progress.wait(20)  # blocks 0 and 1 only: block 2 is unfinished and would block
+    futures[2].set_result(None)
+    progress.wait(30)
+    with pytest.raises(RuntimeError, match="block 3"):
+        progress.wait()

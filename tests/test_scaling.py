@@ -473,9 +473,9 @@ def test_a_fit_of_many_rows_releases_the_moments_of_its_first_rows_with_the_same
     def counting(name):
         original = getattr(fused_rows, name)
 
-        def run(rows, *args):  # the rows a pass reads: the block, or the order of the gather
+        def run(rows, *args, **options):  # the rows a pass reads: the block, or the order of the gather
             calls.append((name, len(args[0]) if name == "gather_standardised" else rows.shape[0]))
-            return original(rows, *args)
+            return original(rows, *args, **options)
         return run
 
     model = DPLogisticRegression(epsilon=3.0, classes=[0, 1], random_state=0)
@@ -536,3 +536,28 @@ def test_a_non_finite_row_among_those_gathered_late_is_refused_before_the_charge
     with pytest.raises(ValueError, match="NaN"):
         DPLogisticRegression(classes=[0, 1], accountant=accountant, random_state=0).fit(X, np.arange(2000) % 2)
     assert counted == [1] and not accountant.history
+
+
+@pytest.mark.parametrize("algorithm", ["phased_sgd", "snowball"])
+def test_a_one_pass_solver_reading_rows_as_they_are_gathered_fits_the_model_of_rows_gathered_first(
+        few_moment_rows, algorithm, monkeypatch):
+    """The rows gathered after the releases are written in the background while a one-pass solver
+    reads them (``reads_rows_progressively``): the same model, bit for bit, as when the fit waits
+    for every row before the solver starts; small blocks, so the pass overlaps many of them."""
+    import skdpsco.solvers._core as core
+    from skdpsco.solvers import ALGORITHMS
+
+    monkeypatch.setattr(fused_rows, "BLOCK_ROWS", 97)
+    monkeypatch.setattr(core, "PROGRESS_CHUNK_ROWS", 97)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 5)) * [1.0, 1e3, 1e-3, 10.0, 1.0]
+    y = (X[:, 0] + X[:, 1] / 1e3 > 0).astype(int)
+
+    def fit():
+        return DPLogisticRegression(epsilon=2.0, classes=[0, 1], random_state=3, algorithm=algorithm).fit(X, y)
+
+    progressive = fit()
+    monkeypatch.setattr(type(ALGORITHMS[algorithm]), "reads_rows_progressively", False)
+    waiting = fit()
+    np.testing.assert_array_equal(progressive.coef_, waiting.coef_)
+    np.testing.assert_array_equal(progressive.intercept_, waiting.intercept_)

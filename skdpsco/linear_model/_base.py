@@ -667,6 +667,12 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             magnitudes, *standardisation = self._standardise(passes, scaling, order_rng.spawn(1)[0], sums)
             feature_scales, row_norm = feature_scales * magnitudes, scaling.data_norm
         rows = passes.rows
+        # rows the passes may still be writing: a solver that reads them in sequence waits for each
+        # chunk of them as it comes to it, overlapping their gather with its pass; any other, for all
+        progressive = getattr(solver, "reads_rows_progressively", False)
+        rows_written = passes.rows_written
+        if not progressive:
+            rows_written()
         del passes  # the rows with their intercept column below replace these: one copy held, not two
         # the rows [X, fill] without the column stored (one entry a row fewer), or with it
         columns = {"intercept": fill} if implicit_intercept else {}
@@ -679,7 +685,10 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         if weights is not None:
             tasks = [weighted_targets(task, weights) for task in tasks]
             run_problem = dataclasses.replace(task_problem, loss=WeightedLoss(task_problem.loss))
-        results = [solver.run(plan, rows, t, run_problem, r, **in_sequence, **columns) for t, r in zip(tasks, task_rngs)]
+        in_progress = {"rows_written": rows_written} if progressive else {}
+        results = [solver.run(plan, rows, t, run_problem, r, **in_sequence, **columns, **in_progress)
+                   for t, r in zip(tasks, task_rngs)]
+        rows_written()  # every row written (a solver may read fewer) before the fit ends
         if self.verbose:
             print(f"[{type(self).__name__}] algorithm={algorithm} tasks={len(tasks)} "
                   + " ".join(f"{k}={v}" for k, v in results[0].info.items()))

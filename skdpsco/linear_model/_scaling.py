@@ -639,6 +639,15 @@ class _FusedPasses:
         # (X, order, bound, fill): the last len(order) rows are still to be gathered from X[order]
         # (clipped to bound), scaled, by :meth:`standardise`; the histograms are of the others
         self.pending = pending
+        self._in_progress, self._first_in_progress = None, 0  # the pending rows being gathered, from that row on
+
+    def rows_written(self, stop: int | None = None) -> None:
+        """Return once the rows before ``stop`` (default: all) are written: :meth:`standardise`
+        leaves the pending rows to the threads of :func:`skdpsco.rows.shared_threads`, which a
+        one-pass solver reading the rows in sequence overlaps with its pass
+        (:class:`skdpsco.rows.RowsInProgress`)."""
+        if self._in_progress is not None:
+            self._in_progress.wait(None if stop is None else stop - self._first_in_progress)
 
     def row_norms(self) -> np.ndarray:
         return row_norms(self.rows[:, :self.n_features])
@@ -674,13 +683,16 @@ class _FusedPasses:
         """Standardise the rows in place; ``undivided = (start, scales, bound)``: the rows from
         ``start`` on are first divided and clipped (:meth:`divide_and_clip`), in the same pass.
         Pending rows are gathered so, divided by ``scales`` (by 1 without ``undivided``) and
-        clipped to ``bound`` (their gather's bound without)."""
+        clipped to ``bound`` (their gather's bound without), in the background: read them after
+        :meth:`rows_written`."""
         start = self._gathered_rows if undivided is None else undivided[0]
         fused_rows.standardise(self.rows[:start], self.n_features, mean, scale, clip_norm)
         if self.pending is not None:
             X, order, bound, fill = self.pending
             divisors = (np.ones(self.n_features), bound) if undivided is None else undivided[1:]
-            fused_rows.gather_standardised(X, order, self.rows[start:], *divisors, mean, scale, clip_norm, fill)
+            self._in_progress = fused_rows.gather_standardised(X, order, self.rows[start:], *divisors, mean, scale,
+                                                               clip_norm, fill, in_background=True)
+            self._first_in_progress = start
             self.pending = None
         elif start < self.rows.shape[0]:
             fused_rows.divide_clip_and_standardise(self.rows[start:], self.n_features, *undivided[1:], mean, scale,
@@ -698,6 +710,9 @@ class _ReferencePasses:
         self.rows, self.n_features = rows, int(n_features)
         self.features = rows[:, :n_features] if self.in_memory else rows
         self.order = order  # the blocks' reading order of Dask rows (:func:`skdpsco._dask.stream_order`)
+
+    def rows_written(self, stop: int | None = None) -> None:
+        """Every row is written when a pass returns (:meth:`_FusedPasses.rows_written`)."""
 
     def _replace(self, features) -> None:
         self.features = features

@@ -39,6 +39,7 @@ from . import _blocks
 
 __all__ = [
     "BLOCK_ROWS",
+    "RowsInProgress",
     "THREADS",
     "centred_square_sums",
     "count_non_finite",
@@ -108,6 +109,38 @@ def map_blocks(run: Callable, n_rows: int, block_rows: int | None = None) -> lis
     return list(imap_blocks(run, n_rows, block_rows))
 
 
+class RowsInProgress:
+    """Rows of an array that the threads of :func:`shared_threads` are still writing, a block of
+    ``block_rows`` rows per task, in the order of the blocks: :meth:`wait` returns once the rows
+    before ``stop`` are written (and raises what a task raised). The one-pass solvers read the
+    rows of a fit in sequence: waiting for each chunk's rows just before reading them overlaps
+    the writing of the rest with the solver's own pass (:func:`gather_standardised`)."""
+
+    def __init__(self, futures: list, block_rows: int, n_rows: int):
+        self._futures, self.block_rows, self.n_rows = futures, int(block_rows), int(n_rows)
+        self._written = 0  # blocks known to be written
+
+    def wait(self, stop: int | None = None) -> None:
+        """Return once the rows before ``stop`` (default: all) are written."""
+        stop = self.n_rows if stop is None else min(int(stop), self.n_rows)
+        needed = -(-stop // self.block_rows)
+        while self._written < needed:
+            self._futures[self._written].result()
+            self._written += 1
+
+
+def _submit_blocks(run: Callable, n_rows: int, block_rows: int) -> RowsInProgress | None:
+    """``run(start)`` for each block, submitted to the pool of :func:`shared_threads` without waiting
+    (its progress returned), or run here, in order, outside one (``None`` returned: all done)."""
+    pool = getattr(_THIS_THREAD, "pool", None)
+    starts = range(0, n_rows, block_rows)
+    if pool is None or len(starts) <= 1:
+        for start in starts:
+            run(start)
+        return None
+    return RowsInProgress([pool.submit(run, start) for start in starts], block_rows, n_rows)
+
+
 def _over_blocks(kernel, rows: np.ndarray, *args) -> list:
     """``[kernel(block, *args) for block in blocks of rows]``, in the order of the blocks, over
     :data:`THREADS` threads."""
@@ -173,11 +206,16 @@ def divide_clip_and_standardise(rows: np.ndarray, n_features: int, scales: np.nd
 
 
 def gather_standardised(X: np.ndarray, order: np.ndarray, out: np.ndarray, scales: np.ndarray, bound: float,
-                        mean: np.ndarray, scale: np.ndarray, clip_norm: float, fill: float | None) -> None:
+                        mean: np.ndarray, scale: np.ndarray, clip_norm: float, fill: float | None,
+                        in_background: bool = False) -> RowsInProgress | None:
     """``out`` = the rows ``X[order]`` (C-contiguous float64, finite) divided by the powers of two
     ``scales``, clipped to ``bound`` and standardised, as :func:`divide_clip_and_standardise` leaves
     them, with a last column of ``fill`` when given: one read of each row of ``X`` in ``order``
-    and one write of ``out``, in blocks of the order over :data:`THREADS` threads."""
+    and one write of ``out``, in blocks of the order over :data:`THREADS` threads.
+
+    ``in_background`` (inside :func:`shared_threads`): the blocks are left to the threads and
+    their progress is returned (:class:`RowsInProgress`; ``None`` when they were written here);
+    ``out`` must not be read before :meth:`RowsInProgress.wait` says its rows are written."""
     order = np.ascontiguousarray(order, dtype=np.intp)
     mean = np.ascontiguousarray(mean, dtype=np.float64)
     scale = np.ascontiguousarray(scale, dtype=np.float64)
@@ -188,7 +226,10 @@ def gather_standardised(X: np.ndarray, order: np.ndarray, out: np.ndarray, scale
         _blocks.gather_standardised(X, order[block], out[block], exponents, factors, float(bound), mean, scale,
                                     float(clip_norm), 0.0 if fill is None else float(fill))
 
+    if in_background:
+        return _submit_blocks(run, order.size, BLOCK_ROWS)
     map_blocks(run, order.size)
+    return None
 
 
 def count_non_finite(X: np.ndarray) -> int:

@@ -38,6 +38,7 @@ class SnowballSGD:
 
     requires_smooth_loss = True
     shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
+    reads_rows_progressively = True  # run(..., rows_written=) reads rows still being written as they are
 
     def plan(self, problem: Problem):
         return plan_snowball(
@@ -51,9 +52,10 @@ class SnowballSGD:
             self.schedule,
         )
 
-    def run(self, plan, X, y, problem: Problem, rng: np.random.Generator, order=None) -> SolverResult:
+    def run(self, plan, X, y, problem: Problem, rng: np.random.Generator, order=None,
+            rows_written=None) -> SolverResult:
         w0 = np.zeros(problem.coef_shape)
-        return run_snowball(plan, X, y, problem.gradient(), w0, problem.radius, rng, order)
+        return run_snowball(plan, X, y, problem.gradient(), w0, problem.radius, rng, order, rows_written)
 
 
 MULTIPASS_EPOCHS = 5

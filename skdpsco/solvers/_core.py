@@ -478,10 +478,14 @@ class ArrayRows:
     one :class:`RowBatches` over ``X`` (read in place by the compiled loop). The other source is
     :class:`skdpsco._dask.RowStream`, the rows of a Dask collection read a block at a time; the
     solvers run the same code on both (:func:`rows_and_noise_rng`).
+
+    ``rows_written``: for rows still being written (the tail of a fit's gather,
+    :class:`skdpsco.rows.RowsInProgress`), ``rows_written(stop)`` returns once the rows of ``X``
+    before ``stop`` are written; every read here waits for the rows it reads (``None``: all written).
     """
 
-    def __init__(self, X, y: np.ndarray, order: np.ndarray):
-        self.X, self.y, self.order = X, y, order
+    def __init__(self, X, y: np.ndarray, order: np.ndarray, rows_written=None):
+        self.X, self.y, self.order, self.rows_written = X, y, order, rows_written
 
     @property
     def n_rows(self) -> int:
@@ -491,6 +495,7 @@ class ArrayRows:
         """``(X_rows, y_rows)``: the rows at positions ``first .. stop - 1`` of the order, in
         memory (for solvers that read a phase's rows many times, e.g. Phased-ERM)."""
         rows = self.order[first:stop]
+        wait_for_rows(self.rows_written, rows)
         if rows.size and np.array_equal(rows, np.arange(rows[0], rows[0] + rows.size)):
             rows = slice(int(rows[0]), int(rows[0]) + rows.size)  # a run of rows: views, no copy
         return self.X[rows], self.y[rows]
@@ -500,10 +505,18 @@ class ArrayRows:
         (``passes`` times over the same rows, for multi-pass algorithms)."""
         batch_sizes = np.asarray(batch_sizes, dtype=np.int64)
         rows = self.order[first:first + int(batch_sizes.sum()) // passes]
-        return RowBatches(self.X, self.y, np.tile(rows, passes) if passes > 1 else rows, batch_sizes)
+        return RowBatches(self.X, self.y, np.tile(rows, passes) if passes > 1 else rows, batch_sizes,
+                          rows_written=self.rows_written)
 
 
-def row_source(X, y, n_rows: int, order_rng: np.random.Generator, order=None):
+def wait_for_rows(rows_written, rows: np.ndarray) -> None:
+    """Return once the rows of index ``rows`` are written (:class:`ArrayRows`); at once when
+    ``rows_written`` is ``None``."""
+    if rows_written is not None and rows.size:
+        rows_written(int(rows.max()) + 1)
+
+
+def row_source(X, y, n_rows: int, order_rng: np.random.Generator, order=None, rows_written=None):
     """The row source a one-pass solver reads: in-memory rows (:class:`ArrayRows`) in
     ``row_order(n_rows, order_rng, order)``, or the rows of a Dask fit
     (:class:`skdpsco._dask.Rows`, with ``y`` a Dask array) streamed a block at a time
@@ -514,20 +527,21 @@ def row_source(X, y, n_rows: int, order_rng: np.random.Generator, order=None):
 
     Either order is fixed before any row is read and independent of the data: the guarantee of
     every solver that reads its rows here holds for every such order (``feldman.md`` pitfall D5;
-    the solvers that stream Dask rows say why in their docstrings, :data:`skdpsco._dask.ALGORITHMS`)."""
+    the solvers that stream Dask rows say why in their docstrings, :data:`skdpsco._dask.ALGORITHMS`).
+    ``rows_written``: in-memory rows still being written (:class:`ArrayRows`)."""
     if X.shape[0] != n_rows:
         raise ValueError(f"The plan is for {n_rows} rows; got {X.shape[0]}.")
     if is_dask(X):
         return _dask().RowStream(X, y, order if order is not None else _dask().stream_order(X.chunks[0], order_rng))
-    return ArrayRows(X, y, row_order(n_rows, order_rng, order))
+    return ArrayRows(X, y, row_order(n_rows, order_rng, order), rows_written)
 
 
-def rows_and_noise_rng(X, y, n_rows: int, rng: np.random.Generator, order=None) -> tuple:
+def rows_and_noise_rng(X, y, n_rows: int, rng: np.random.Generator, order=None, rows_written=None) -> tuple:
     """The start of a one-pass solver run: split ``rng`` into independent children for the order
-    and the noise (pitfall D16) and return ``(row_source(X, y, n_rows, order_rng, order),
-    noise_rng)`` (:func:`row_source`), as :func:`order_and_noise_rng` does for an order."""
+    and the noise (pitfall D16) and return ``(row_source(X, y, n_rows, order_rng, order,
+    rows_written), noise_rng)`` (:func:`row_source`), as :func:`order_and_noise_rng` does for an order."""
     order_rng, noise_rng = rng.spawn(2)
-    return row_source(X, y, n_rows, order_rng, order), noise_rng
+    return row_source(X, y, n_rows, order_rng, order, rows_written), noise_rng
 
 
 @dataclass(frozen=True)
@@ -540,7 +554,8 @@ class RowBatches:
     ``order=None``: the rows of ``X`` in sequence, with no index array of their number.
     ``intercept``: the rows are ``[X, intercept]``, a CSR ``X`` and a last column of that value it
     does not store (a sparse fit's intercept column), which the compiled loop reads as if stored;
-    iterating yields the batches with the column (copies).
+    iterating yields the batches with the column (copies). ``rows_written``: rows still being
+    written (:class:`ArrayRows`), each batch's rows waited for before they are read.
     """
 
     X: np.ndarray
@@ -549,6 +564,7 @@ class RowBatches:
     batch_sizes: np.ndarray
     cycle: bool = False
     intercept: float | None = None
+    rows_written: Callable[[int], None] | None = None
 
     @property
     def n_columns(self) -> int:
@@ -567,6 +583,8 @@ class RowBatches:
         for size in self.batch_sizes:
             if self.cycle and start + size > self.n_order:
                 start = 0  # the next pass over the rows (see :func:`full_batches`)
+            if self.rows_written is not None:  # the rows of this batch written before they are read
+                self.rows_written(first + start + size if in_sequence else int(self.order[start:start + size].max()) + 1)
             if in_sequence and first + start == 0 and size == self.X.shape[0]:
                 batch = self.X, self.y  # every row: no slice (a CSR matrix's slice is a copy)
             else:
@@ -719,6 +737,30 @@ KERNEL_CHUNK_STEPS = 4096
 """Steps per call of the compiled kernel: the noise of a chunk is drawn in one
 :func:`~skdpsco._noise.gaussian_noise` call (at most ``4096 p`` floats), amortising Python overhead."""
 
+PROGRESS_CHUNK_ROWS = 16384
+"""Rows per call of the compiled kernel, at most, on rows still being written
+(:class:`RowBatches` ``rows_written``): as the blocks of their gather
+(:data:`skdpsco.rows.BLOCK_ROWS`), so that the kernel starts once the first block is written and
+each call waits only for the block it reads next."""
+
+
+def kernel_chunks(sizes: np.ndarray, max_steps: int, max_rows: int | None = None) -> list[slice]:
+    """Consecutive slices of the steps of batch sizes ``sizes``, each at most ``max_steps`` steps
+    and, with ``max_rows``, at most ``max_rows`` rows (or one step, where a batch alone has more).
+    The iterates do not depend on the chunks: each chunk's noise is what its steps would draw one
+    by one (:func:`_chunk_noise`)."""
+    if max_rows is None:
+        return [slice(first, first + max_steps) for first in range(0, sizes.size, max_steps)]
+    ends = np.cumsum(sizes)
+    chunks, first = [], 0
+    while first < sizes.size:
+        before = ends[first - 1] if first else 0
+        stop = int(np.searchsorted(ends, before + max_rows, side="right"))
+        stop = min(max(stop, first + 1), first + max_steps)
+        chunks.append(slice(first, stop))
+        first = stop
+    return chunks
+
 
 def kernel_loss(loss) -> tuple[int, float] | None:
     """``(code, parameter)`` of the C derivative of ``loss`` in :mod:`._kernel`, or None.
@@ -810,8 +852,14 @@ def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radi
     y, weights = kernel_targets(batches.y)
     run, work = _kernel_of_rows(batches.X, w, sizes, batches.intercept)
     start = 0
-    chunks = [slice(first, first + KERNEL_CHUNK_STEPS) for first in range(0, steps.size, KERNEL_CHUNK_STEPS)]
+    in_progress = batches.rows_written is not None and not batches.cycle
+    chunks = kernel_chunks(sizes, KERNEL_CHUNK_STEPS, PROGRESS_CHUNK_ROWS if in_progress else None)
     for chunk, noise in zip(chunks, _noise_of_chunks(rng, noise_stds, chunks, w.size)):
+        if in_progress:  # the chunk's rows written before the kernel reads them
+            stop = start + int(sizes[chunk].sum())
+            batches.rows_written(int(order[start:stop].max()) + 1 if order.size else stop)
+        elif batches.rows_written is not None:
+            batches.rows_written(batches.X.shape[0])
         start = run(
             y, weights, order, start, sizes[chunk], steps[chunk], noise, (noise_stds[chunk] > 0).view(np.uint8),
             w, total, work, code, parameter, gradient.l2_penalty, 0.0 if radius is None else float(radius),

@@ -486,12 +486,14 @@ def run_phased_sgd(
     problem: Problem,
     rng: np.random.Generator,
     order=None,
+    rows_written=None,
 ) -> SolverResult:
     """Run planned Phased-SGD on rows already clipped to the public bound; start at ``w_0 = 0``.
 
     ``X`` is in memory, or the rows of a Dask fit, streamed a block at a time in a data-independent
-    block-level ``order`` (:func:`~skdpsco.solvers._core.rows_and_noise_rng`)."""
-    source, noise_rng = rows_and_noise_rng(X, y, plan.n_samples, rng, order)
+    block-level ``order`` (:func:`~skdpsco.solvers._core.rows_and_noise_rng`). ``rows_written``: rows
+    of ``X`` still being written, read as they are (:class:`~skdpsco.solvers._core.ArrayRows`)."""
+    source, noise_rng = rows_and_noise_rng(X, y, plan.n_samples, rng, order, rows_written)
     radius = float(problem.radius)
     solve = _sgd_solver(plan, source, margin_gradient(problem.loss, problem.l2_penalty), radius, noise_rng)
     coef = _release_phases(plan, 0, np.zeros(problem.coef_shape), radius, noise_rng, solve)
@@ -591,6 +593,7 @@ class PhasedSGD:
 
     requires_smooth_loss = True  # 2 L eta sensitivity / certified ERM need a smooth loss
     shuffles_rows = True  # run(..., order=None) reads the rows in a uniformly random order it draws
+    reads_rows_progressively = True  # run(..., rows_written=) reads rows still being written as they are
     grid_releases = True  # every noise draw is one release of a point: a grid release in secure mode (skdpsco._secure)
 
     average: bool = False
@@ -602,8 +605,9 @@ class PhasedSGD:
     def plan(self, problem: Problem) -> PhasedPlan:
         return plan_phased_sgd(problem, bool(self.average), float(self.step_scale))
 
-    def run(self, plan, X, y, problem: Problem, rng: np.random.Generator, order=None) -> SolverResult:
-        return run_phased_sgd(plan, X, y, problem, rng, order)
+    def run(self, plan, X, y, problem: Problem, rng: np.random.Generator, order=None,
+            rows_written=None) -> SolverResult:
+        return run_phased_sgd(plan, X, y, problem, rng, order, rows_written)
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,7 @@ def run_snowball(
     radius: float,
     rng: np.random.Generator,
     order: np.ndarray | None = None,
+    rows_written=None,
 ) -> SolverResult:
     """Run a planned Snowball-SGD pass over ``(X, y)`` (rows already clipped to the public bound).
 
@@ -209,8 +210,10 @@ def run_snowball(
     taken, or in the given ``order``, which must not depend on the data (the guarantee holds
     for every fixed order, ``feldman.md`` pitfall D5; audits use it to place the differing row
     in the worst batch). The noise comes from an independent child generator (pitfall D16).
+    ``rows_written``: rows of ``X`` still being written, read as they are
+    (:class:`~skdpsco.solvers._core.ArrayRows`).
     """
-    source, noise_rng = rows_and_noise_rng(X, y, int(plan.batch_sizes.sum()), rng, order)
+    source, noise_rng = rows_and_noise_rng(X, y, int(plan.batch_sizes.sum()), rng, order, rows_written)
     coef = projected_noisy_sgd(
         gradient,
         source.batches(0, plan.batch_sizes),
