@@ -445,11 +445,13 @@ def test_rare_indicator_coefficient_is_bounded_through_the_floor(seed):
 
 def test_without_released_orders_the_moment_rows_grow_with_the_noise_past_the_bound_rule_floor():
     """A public ``data_norm``: ``min(n, max(MOMENT_ROWS, noise_std / MOMENT_NOISE))``."""
-    for laplace, budget in ((False, {"gaussian_mu": 0.3}), (True, {"pure_epsilon": 0.3}), (False, {"gaussian_mu": 1e-3})):
+    budgets = ((False, {"gaussian_mu": 0.3}), (True, {"pure_epsilon": 0.3}), (False, {"gaussian_mu": 1e-3}))
+    for laplace, budget in budgets:
         plan = scaling.plan_scaling(10**9, 3, 1.0, subsample_moments=True, **budget)
         noise_std = plan.noise_scale * (math.sqrt(2.0) if laplace else 1.0)
         assert plan.moment_rows == max(scaling.MOMENT_ROWS, math.ceil(noise_std / scaling.MOMENT_NOISE))
-    assert scaling.plan_scaling(10**9, 3, 1.0, gaussian_mu=1e-3, subsample_moments=True).moment_rows > scaling.MOMENT_ROWS
+    noisy = scaling.plan_scaling(10**9, 3, 1.0, gaussian_mu=1e-3, subsample_moments=True)
+    assert noisy.moment_rows > scaling.MOMENT_ROWS
     assert scaling.plan_scaling(1000, 3, 1.0, gaussian_mu=0.3, subsample_moments=True).moment_rows == 1000
     plan = scaling.plan_scaling(10**7, 3, 1.0, gaussian_mu=0.3, subsample_moments=True)
     assert scaling.plan_scaling(10**7, 3, 1.0, gaussian_mu=0.3).moment_rows == 10**7 > plan.moment_rows
@@ -505,8 +507,10 @@ def test_the_default_fits_moment_rows_as_a_function_of_n_d_and_the_budget():
 
     assert rows(scaling.SCALED_MOMENT_ROWS - 1, 20, 1.0) == scaling.SCALED_MOMENT_ROWS - 1
     assert rows(10**5, 20, 1.0) == rows(10**5, 20, 3.0) == scaling.SCALED_MOMENT_ROWS
-    assert rows(10**5, 20, 0.1) == scaling.variance_rows(plan(10**5, 20, 0.1)) > scaling.magnitude_rows(plan(10**5, 20, 0.1))
-    assert rows(10**5, 5, 0.1) == scaling.magnitude_rows(plan(10**5, 5, 0.1)) > scaling.variance_rows(plan(10**5, 5, 0.1))
+    small = plan(10**5, 20, 0.1)
+    assert rows(10**5, 20, 0.1) == scaling.variance_rows(small) > scaling.magnitude_rows(small)
+    few = plan(10**5, 5, 0.1)
+    assert rows(10**5, 5, 0.1) == scaling.magnitude_rows(few) > scaling.variance_rows(few)
     assert rows(10**5, 5, 0.1) > scaling.SCALED_MOMENT_ROWS
     assert rows(10**6, 1000, 1.0) == scaling.variance_rows(plan(10**6, 1000, 1.0)) > 2**16
     assert rows(10**5, 1000, 1.0) == 10**5
@@ -524,7 +528,8 @@ def test_at_the_guarded_rows_a_window_of_half_of_them_sets_a_distant_order_again
     the others' orders gets that order; with one entry fewer than the thresholds' sum it gets the
     fallback (the median order of the others)."""
     plan = scaling.plan_scaling(10**6, 3, None, gaussian_mu=0.01, subsample_moments=True)
-    assert plan.moment_rows == scaling.magnitude_rows(plan) > max(scaling.SCALED_MOMENT_ROWS, scaling.variance_rows(plan))
+    assert plan.moment_rows == scaling.magnitude_rows(plan)
+    assert plan.moment_rows > max(scaling.SCALED_MOMENT_ROWS, scaling.variance_rows(plan))
     low = -scaling.MAGNITUDE_THRESHOLD * plan.window_noise_std / scaling.MAGNITUDE_WINDOW
     monkeypatch.setattr(scaling, "release_noise", lambda value, scale, rng, draw=None: np.full_like(value, low))
 

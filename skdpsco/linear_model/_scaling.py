@@ -28,9 +28,9 @@ The data flow of one scaled fit (``BaseDPLinearModel._fit_steps``):
 
 Steps 0 and 2 read the first :func:`moment_rows` rows of the fit's uniformly random order (all
 of them up to ``2**13`` rows, more at small budgets and many features: enough that the variances'
-noise floor is below the relative one and that the orders are resolved): beyond those, more rows
-would buy little accuracy of the scale and cost reads of every row. The rest are read once, and scaled as they are
-copied (:class:`_FusedPasses`).
+noise is below the relative floor and that the orders are resolved): beyond those, more rows
+would buy little accuracy of the scale and cost reads of every row. The rest are read once, and
+scaled as they are copied (:class:`_FusedPasses`).
 
 The releases of steps 0 and 2 and the solver's event compose into the fit's one event; the
 shares of the budget the releases get are :data:`MAGNITUDE_SHARE` and :data:`SCALING_SHARE`.
@@ -295,10 +295,11 @@ def moment_rows(plan: "ScalingPlan") -> int:
     min(n, max(SCALED_MOMENT_ROWS, variance_rows(plan), magnitude_rows(plan)))``: the fewest rows
     on which the noise on a variance is a fraction of :data:`RELATIVE_SCALE_FLOOR` squared, the
     floor that applies anyway, so the variances are floored as on all rows (:func:`variance_rows`),
-    and on which the orders are as resolvable as the plan assumes (:func:`magnitude_rows`). The orders are
-    released from the same rows as the moments, so :attr:`ScalingPlan.resolves_magnitudes` is
-    read on ``m``, and since ``magnitude_rows`` exceeds the plan's threshold it is true on ``m``
-    rows exactly when it is on ``n``: reading fewer rows never turns a fit to the row bound.
+    and on which the orders are as resolvable as the plan assumes (:func:`magnitude_rows`). The
+    orders are released from the same rows as the moments, so
+    :attr:`ScalingPlan.resolves_magnitudes` is read on ``m``; ``magnitude_rows`` exceeds the
+    plan's :attr:`~ScalingPlan.magnitude_threshold`, so it is true on ``m`` rows exactly when it
+    is on ``n``: reading fewer rows never turns a fit to the row bound.
 
     Without released orders (a public ``data_norm`` or the private row bound), ``m = min(n,
     max(MOMENT_ROWS, noise_std / MOMENT_NOISE))``: there is no order to measure a feature's
@@ -309,11 +310,12 @@ def moment_rows(plan: "ScalingPlan") -> int:
     The sums over a subset drawn by public randomness, independently of the rows, have at most the
     sensitivities of the sums over all rows (:func:`moment_sensitivities`), so the releases' events
     are unchanged (no amplification by subsampling is claimed). Measured: accuracy in
-    ``benchmarks/results/moment_rows_small.md`` (the rule against the releases over all rows at
-    ``n`` up to ``1e5`` and ``d`` up to 1000, where it reads fewer rows or more than the former
-    least of ``2**16``), ``moment_rows_small_exact.md`` (exactly ``2**13``, ``2**12`` and ``2**10``
-    rows: fewer than ``variance_rows`` or ``magnitude_rows`` lose accuracy) and
-    ``moment_rows.md`` (``n`` up to ``1e6``); time in ``benchmarks/results/engine*.md``."""
+    ``benchmarks/results/moment_rows_small.md`` (the rule against the releases over all rows in
+    every cell of ``n`` 2e4-1e5, ``d`` 5-1000 and epsilon 0.1-3 where it reads fewer rows than
+    ``n``; its notes hold the rule with the variances' noise at the relative floor, which lost
+    accuracy), ``moment_rows_small_exact.md`` (exactly ``2**13``, ``2**12`` and ``2**10`` rows: the
+    cells that lost accuracy read fewer than ``variance_rows`` or ``magnitude_rows``) and
+    ``moment_rows.md`` (``n`` up to ``1e6``; its notes: the time at 1e5 x 20)."""
     if plan.magnitude_noise is None:
         least = max(MOMENT_ROWS, math.ceil(plan.noise_std / MOMENT_NOISE))
     else:
@@ -472,7 +474,8 @@ class ScalingPlan:
         :attr:`moment_rows` counts (one entry per row), and with that at or below
         :attr:`magnitude_threshold` no window is significant but by its noise, and every
         feature's order is the fallback of :func:`release_magnitudes`, read from noise. A public
-        function of ``n``, ``d`` and the budget."""
+        function of ``n``, ``d`` and the budget; :func:`moment_rows` keeps it what it is on all
+        ``n`` rows."""
         return self.magnitude_noise is not None and self.moment_rows > self.magnitude_threshold
 
     @property
