@@ -3,8 +3,8 @@
 ``python -m benchmarks.engine [--quick]`` writes ``benchmarks/results/engine.md`` (and ``.json``);
 ``--sizes 1e5x20 5e4x1000`` and ``--only unscaled`` (any of :data:`PARTS`) measure just those
 cells and ratios, into ``engine_cells.md`` (the full table is left as it is); ``--floor 8192``
-times the fits with :data:`~skdpsco.linear_model._scaling.MOMENT_ROWS` set to a candidate floor
-(into ``engine_cells_floor8192.md``), ``--moment-rows 1024`` with the releases over exactly that
+times the fits with the least moment rows set to a candidate floor (:func:`moment_floor`; into
+``engine_cells_floor8192.md``), ``--moment-rows 1024`` with the releases over exactly that
 many rows (``engine_cells_rows1024.md``). For each size (n, d) and each kind of rows, in the same
 process, right after one another:
 
@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import multiprocessing
 import os
 import sys
@@ -71,17 +70,21 @@ GOALS = {"vs_sklearn": 1.0, "vs_unscaled": 1.3, "snowball_vs_sgd_epoch": 1.0, "s
 
 @contextlib.contextmanager
 def moment_floor(floor: int | None, exact: bool = False):
-    """:data:`~skdpsco.linear_model._scaling.MOMENT_ROWS` set to ``floor`` (``None``: as it is) inside:
-    a candidate floor measured before it is the library's. ``exact``: the noise term of
-    :func:`~skdpsco.linear_model._scaling.moment_rows` left out, so that the releases read exactly
-    ``min(n, floor)`` rows (what a given number of rows costs, whatever the budget)."""
-    saved = scaling.MOMENT_ROWS, scaling.MOMENT_NOISE
-    scaling.MOMENT_ROWS = saved[0] if floor is None else floor
-    scaling.MOMENT_NOISE = math.inf if exact else saved[1]
+    """The least rows of :func:`~skdpsco.linear_model._scaling.moment_rows`
+    (:data:`~skdpsco.linear_model._scaling.MOMENT_ROWS` and
+    :data:`~skdpsco.linear_model._scaling.SCALED_MOMENT_ROWS`) set to ``floor`` (``None``: as they
+    are) inside: a candidate floor measured before it is the library's. ``exact``: the rule's other
+    terms left out, so that the releases read exactly ``min(n, floor)`` rows (what a given number
+    of rows costs, whatever the budget)."""
+    saved = scaling.MOMENT_ROWS, scaling.SCALED_MOMENT_ROWS, scaling.moment_rows
+    if floor is not None:
+        scaling.MOMENT_ROWS = scaling.SCALED_MOMENT_ROWS = floor
+    if exact:
+        scaling.moment_rows = lambda plan: min(plan.n_samples, scaling.MOMENT_ROWS)
     try:
         yield
     finally:
-        scaling.MOMENT_ROWS, scaling.MOMENT_NOISE = saved
+        scaling.MOMENT_ROWS, scaling.SCALED_MOMENT_ROWS, scaling.moment_rows = saved
 
 
 def make_rows(n: int, d: int, badly_scaled: bool, seed: int = 0):
@@ -250,7 +253,7 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", nargs="+", type=size, metavar="NxD", help="just these sizes, e.g. 1e5x20 5e4x1000")
     parser.add_argument("--only", nargs="+", choices=PARTS, default=PARTS, help="just these measurements")
     chosen = parser.add_mutually_exclusive_group()
-    chosen.add_argument("--floor", type=int, help="a candidate MOMENT_ROWS (the scaling's least moment rows)")
+    chosen.add_argument("--floor", type=int, help="a candidate least of the scaling's moment rows")
     chosen.add_argument("--moment-rows", type=int, help="the scaling's releases over exactly this many rows")
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"

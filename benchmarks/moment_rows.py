@@ -4,20 +4,21 @@
 (and ``.json``; ``moment_rows_small.md`` with ``--small``). A default fit of many rows releases the orders of magnitude and the moments of its
 first :func:`skdpsco.linear_model._scaling.moment_rows` rows (of a uniformly random order) and
 scales the rest as it copies them. This benchmark fits ``DPLogisticRegression()`` both ways on the
-same rows, seeds and budget: with the rule, and with the releases over all rows (the rule's
-:data:`~skdpsco.linear_model._scaling.MOMENT_ROWS` raised to ``n``), and prints the test AUC of
-each and their paired difference (mean and standard error over seeds), and the fit time of each.
-``--small --floors 8192 16384`` compares candidate floors instead (the rule with
-:data:`~skdpsco.linear_model._scaling.MOMENT_ROWS` set to each) at smaller ``n`` and up to 1000
-features, each against the releases over all rows; a candidate whose rule reads the same rows as
-another (or all of them) is the same fit, fitted once; ``--exact`` reads exactly ``min(n, floor)``
-rows (the rule's noise term left out: what fewer rows cost), into ``moment_rows_small_exact.md``.
+same rows, seeds and budget: with the rule, and with the releases over all rows, and prints the
+test AUC of each and their paired difference (mean and standard error over seeds), and the fit
+time of each. ``--small`` runs at smaller ``n`` and up to 1000 features; ``--floors 8192 16384``
+compares candidate floors instead (the rule with its least rows set to each,
+:func:`benchmarks.engine.moment_floor`), each against the releases over all rows; a candidate
+whose rule reads the same rows as another (or all of them) is the same fit, fitted once;
+``--exact`` reads exactly ``min(n, floor)`` rows (the rule's other terms left out: what fewer
+rows cost), into ``moment_rows_small_exact.md``. ``--changed`` leaves out the cells where every
+rule reads all rows (the same fit both ways), listing them.
 
 Rows: :func:`benchmarks.engine.make_rows`, badly scaled (six orders of magnitude across the
 features), with every fifth feature moved to a large offset (``1000`` times its spread: a
 feature whose spread is far below its magnitude, like a year, the case the centred moments
-exist for). Real tables in ``benchmarks/real.py`` have fewer rows than the rule's least
-(``2**16``): their models are the same both ways.
+exist for). The validation tables of ``benchmarks/real.py`` have fewer rows than the rule's least
+(``2**13``): their models are the same both ways.
 """
 
 from __future__ import annotations
@@ -31,11 +32,10 @@ import warnings
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-import skdpsco.linear_model._scaling as scaling
 from skdpsco import DPLogisticRegression, PrivacyAccountant
 
 from .engine import make_rows, moment_floor, size
-from .utility import RESULTS
+from .utility import RESULTS, write_with_notes
 
 SIZES = {"full": ((3 * 10**5, 20), (3 * 10**5, 100), (10**6, 100)), "quick": ((2 * 10**5, 20),),
          "small": tuple((n, d) for d in (20, 100, 1000) for n in (2 * 10**4, 5 * 10**4, 10**5))}
@@ -87,7 +87,7 @@ def cell(n: int, d: int, epsilon: float, seeds: int, floors=(None,), test_rows: 
     for floor, m in read.items():
         difference = np.array(fits[m][0]) - whole
         record["rules"].append({
-            "floor": scaling.MOMENT_ROWS if floor is None else floor, "moment_rows": m,
+            "floor": "rule" if floor is None else floor, "moment_rows": m,
             "auc_rule": float(np.mean(fits[m][0])), "difference": float(difference.mean()),
             "difference_se": float(difference.std(ddof=1) / np.sqrt(seeds)),
             "seconds_rule": float(np.median(fits[m][1]))})
@@ -112,15 +112,20 @@ def main(argv=None) -> None:
     parser.add_argument("--floors", nargs="+", type=int, help="candidate floors (default: the library's)")
     parser.add_argument("--exact", action="store_true", help="the releases over exactly each floor's rows")
     parser.add_argument("--sizes", nargs="+", type=size, metavar="NxD", help="just these sizes, e.g. 5e4x20")
+    parser.add_argument("--epsilons", nargs="+", type=float, default=EPSILONS)
+    parser.add_argument("--changed", action="store_true", help="leave out the cells where every rule reads all rows")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--test-rows", type=int, default=TEST_ROWS)
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "small" if args.small else "full"
     floors = tuple(args.floors) if args.floors else (None,)
     warnings.simplefilter("ignore")
-    records = []
+    records, unchanged = [], []
     for n, d in args.sizes or SIZES[mode]:
-        for epsilon in EPSILONS:
+        for epsilon in args.epsilons:
+            if args.changed and all(rows_read(n, d, epsilon, floor, args.exact) == n for floor in floors):
+                unchanged.append(f"{n:.0e} x {d} at epsilon {epsilon:g}")
+                continue
             records.append(cell(n, d, epsilon, args.seeds, floors, args.test_rows, args.exact))
             print("\n".join(table(records[-1:]).splitlines()[2:]), flush=True)
     name = "moment_rows" if mode == "full" else f"moment_rows_{mode}"
@@ -128,8 +133,10 @@ def main(argv=None) -> None:
     options = " ".join(["python -m benchmarks.moment_rows", *(argv if argv is not None else sys.argv[1:])])
     text = (f"# The scaling's releases over the first rows of a fit ({mode})\n\n"
             f"`{options}`, {args.seeds} seeds, {args.test_rows} test rows; a difference is the AUC of the rule "
-            f"with that floor minus that of the releases over all rows, paired by seed.\n\n{table(records)}\n")
-    (RESULTS / f"{name}.md").write_text(text)
+            f"with that floor ('rule': the library's) minus that of the releases over all rows, paired by seed."
+            f"{' Left out, every rule reading all rows: ' + '; '.join(unchanged) + '.' if unchanged else ''}"
+            f"\n\n{table(records)}\n")
+    write_with_notes(RESULTS / f"{name}.md", text)
     (RESULTS / f"{name}.json").write_text(json.dumps(records, indent=1))
     print(text)
 

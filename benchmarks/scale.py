@@ -305,11 +305,11 @@ def n_solver_passes(model) -> int:
 def _in_memory_difference(model, X, y, head: int, params: dict) -> dict:
     """Max coefficient and intercept difference between the Dask ``model`` and the in-memory fit of
     the same rows placed so that the first ``head`` rows of its random order are the rows of the
-    Dask fit's leading blocks (its moments then read the same rows: ``MOMENT_ROWS`` set to ``head``
-    for both), and whether their events are equal."""
-    from unittest import mock
-
+    Dask fit's leading blocks (its moments then read the same rows: exactly ``head``,
+    :func:`benchmarks.engine.moment_floor`), and whether their events are equal."""
     from skdpsco import _dask
+
+    from .engine import moment_floor
 
     n = int(X.shape[0])
     order_rng = np.random.default_rng(params["random_state"]).spawn(2)[0]
@@ -319,7 +319,7 @@ def _in_memory_difference(model, X, y, head: int, params: dict) -> dict:
     X_all, y_all = X.compute(), y.compute()
     X_memory, y_memory = np.empty_like(X_all), np.empty_like(y_all)
     X_memory[permutation], y_memory[permutation] = X_all[read], y_all[read]
-    with mock.patch.object(_scaling, "MOMENT_ROWS", head):
+    with moment_floor(head, exact=True):
         memory = DPLogisticRegression(accountant=PrivacyAccountant(), **params).fit(X_memory, y_memory)
     return dict(max_coef_difference=float(np.max(np.abs(memory.coef_ - model.coef_))),
                 max_intercept_difference=float(np.max(np.abs(memory.intercept_ - model.intercept_))),

@@ -204,19 +204,25 @@ def test_engine_moment_floor_sets_the_rows_the_releases_read_and_restores_the_ru
     from benchmarks import engine
     from skdpsco.linear_model import _scaling
 
-    rule = _scaling.MOMENT_ROWS, _scaling.MOMENT_NOISE
-    with engine.moment_floor(1024):  # the noise term still applies: 20 / MOMENT_NOISE rows
-        assert _scaling.moment_rows(10**6, 20.0, False) == max(1024, math.ceil(20.0 / rule[1]))
+    def rows(n, data_norm=None, mu=0.05):
+        return _scaling.plan_scaling(n, 20, data_norm, gaussian_mu=mu, subsample_moments=True).moment_rows
+
+    rule = _scaling.MOMENT_ROWS, _scaling.SCALED_MOMENT_ROWS, _scaling.moment_rows
+    whole = _scaling.plan_scaling(10**6, 20, None, gaussian_mu=0.05)
+    guard = _scaling.magnitude_rows(whole)
+    with engine.moment_floor(1024):  # the rule's other terms still apply
+        assert rows(10**6) == max(1024, guard, _scaling.variance_rows(whole))
+        assert rows(10**6, data_norm=1.0, mu=50.0) == 1024
     with engine.moment_floor(1024, exact=True):
-        assert _scaling.moment_rows(10**6, 20.0, False) == 1024
-        assert _scaling.moment_rows(500, 20.0, False) == 500
-    assert (_scaling.MOMENT_ROWS, _scaling.MOMENT_NOISE) == rule
+        assert rows(10**6) == rows(10**6, data_norm=1.0) == 1024
+        assert rows(500) == 500
+    assert (_scaling.MOMENT_ROWS, _scaling.SCALED_MOMENT_ROWS, _scaling.moment_rows) == rule
+    assert rows(10**6) == max(_scaling.SCALED_MOMENT_ROWS, guard, _scaling.variance_rows(whole))
 
 
 def test_moment_rows_fits_a_floor_that_reads_the_same_rows_once(monkeypatch):
     from benchmarks import moment_rows
 
-    monkeypatch.setattr(moment_rows.scaling, "MOMENT_NOISE", 1e9)  # the floor alone sets the rows read
     fitted = []
     original = moment_rows.fit_auc
     monkeypatch.setattr(moment_rows, "fit_auc", lambda *a, floor=None: fitted.append(floor) or original(*a, floor=floor))

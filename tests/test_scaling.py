@@ -443,17 +443,118 @@ def test_rare_indicator_coefficient_is_bounded_through_the_floor(seed):
     assert np.all(np.abs(model.coef_[0]) <= bound * (1 + 1e-9))
 
 
-def test_moment_rows_grow_with_the_noise_and_never_exceed_n():
-    assert scaling.moment_rows(10**7, 1.0, False) == scaling.MOMENT_ROWS
-    assert scaling.moment_rows(1000, 1.0, False) == 1000
-    many = math.ceil(500.0 / scaling.MOMENT_NOISE)
-    assert scaling.moment_rows(10**9, 500.0, False) == many
-    assert scaling.moment_rows(10**9, 500.0, True) == math.ceil(math.sqrt(2.0) * 500.0 / scaling.MOMENT_NOISE)
-    plan = scaling.plan_scaling(10**7, 3, None, gaussian_mu=0.3, subsample_moments=True)
-    assert plan.moment_rows == scaling.moment_rows(10**7, plan.noise_scale, False) < plan.n_samples
-    assert scaling.plan_scaling(10**7, 3, None, gaussian_mu=0.3).moment_rows == 10**7
+def test_without_released_orders_the_moment_rows_grow_with_the_noise_past_the_bound_rule_floor():
+    """A public ``data_norm``: ``min(n, max(MOMENT_ROWS, noise_std / MOMENT_NOISE))``."""
+    budgets = ((False, {"gaussian_mu": 0.3}), (True, {"pure_epsilon": 0.3}), (False, {"gaussian_mu": 1e-3}))
+    for laplace, budget in budgets:
+        plan = scaling.plan_scaling(10**9, 3, 1.0, subsample_moments=True, **budget)
+        noise_std = plan.noise_scale * (math.sqrt(2.0) if laplace else 1.0)
+        assert plan.moment_rows == max(scaling.MOMENT_ROWS, math.ceil(noise_std / scaling.MOMENT_NOISE))
+    noisy = scaling.plan_scaling(10**9, 3, 1.0, gaussian_mu=1e-3, subsample_moments=True)
+    assert noisy.moment_rows > scaling.MOMENT_ROWS
+    assert scaling.plan_scaling(1000, 3, 1.0, gaussian_mu=0.3, subsample_moments=True).moment_rows == 1000
+    plan = scaling.plan_scaling(10**7, 3, 1.0, gaussian_mu=0.3, subsample_moments=True)
+    assert scaling.plan_scaling(10**7, 3, 1.0, gaussian_mu=0.3).moment_rows == 10**7 > plan.moment_rows
     # the noise per moment is that of its rows: the variance floor is planned on them
     assert plan.moment_noise_std == pytest.approx(plan.noise_scale / plan.moment_rows)
+
+
+_RULE_PLANS = [(n, d, budget, centred) for n in (5000, 2 * 10**4, 10**5, 10**7) for d in (2, 20, 1000)
+               for budget in ({"gaussian_mu": 0.05}, {"gaussian_mu": 0.4}, {"gaussian_mu": 3.0}, {"pure_epsilon": 0.5})
+               for centred in (True, False)]
+
+
+@pytest.mark.parametrize("n, d, budget, centred", _RULE_PLANS)
+def test_with_released_orders_the_moment_rows_floor_the_variance_and_resolve_the_orders_as_all_rows(n, d, budget,
+                                                                                                   centred):
+    """``m = min(n, max(SCALED_MOMENT_ROWS, variance_rows, magnitude_rows))``; on ``m < n`` rows the
+    variances' noise floor is below ``RELATIVE_SCALE_FLOOR**2`` (the floor is that one, as on all
+    rows), a window of half the rows clears the distant threshold with ``MAGNITUDE_THRESHOLD``
+    noise deviations to spare, and the orders resolve exactly when they do on all rows."""
+    whole = scaling.plan_scaling(n, d, None, centred=centred, **budget)
+    plan = scaling.plan_scaling(n, d, None, centred=centred, subsample_moments=True, **budget)
+    unit_rows = (8 if centred else 128) * d * whole.noise_std  # C**2 / (RELATIVE_SCALE_FLOOR**2 / 2): 8 d or 128 d
+    assert scaling.variance_rows(whole) == pytest.approx(unit_rows, abs=1.0)
+    rows = max(scaling.SCALED_MOMENT_ROWS, scaling.variance_rows(whole), scaling.magnitude_rows(whole))
+    assert plan.moment_rows == min(n, rows)
+    assert plan.resolves_magnitudes == whole.resolves_magnitudes
+    assert plan.dp_event == whole.dp_event and plan.noise_scale == whole.noise_scale
+    if plan.moment_rows < n:
+        noise = plan.moment_noise_std * plan.centred_norm**2
+        assert noise <= scaling.VARIANCE_NOISE_SHARE * scaling.RELATIVE_SCALE_FLOOR**2
+        assert scaling.VARIANCE_THRESHOLD * noise <= scaling.RELATIVE_SCALE_FLOOR**2
+        assert plan.variance_floor == whole.variance_floor == scaling.RELATIVE_SCALE_FLOOR**2
+        half = scaling.RESOLVED_WINDOW_SHARE * plan.moment_rows
+        assert half - plan.magnitude_threshold >= plan.distant_magnitude_threshold
+
+
+def test_without_a_relative_floor_the_releases_read_all_rows(monkeypatch):
+    """The variance floor is then the noise's, which only all rows make what it is on all rows."""
+    monkeypatch.setattr(scaling, "RELATIVE_SCALE_FLOOR", 0.0)
+    assert scaling.plan_scaling(10**7, 20, None, gaussian_mu=3.0, subsample_moments=True).moment_rows == 10**7
+
+
+def test_the_default_fits_moment_rows_as_a_function_of_n_d_and_the_budget():
+    """The library's fits: all rows below ``SCALED_MOMENT_ROWS``; at ``d = 20`` the least rows, more
+    at small epsilon; with few features and a small budget the orders' guard; at ``d = 1000`` the
+    variance's, above the former least of ``2**16``; fewer rows at a larger budget, more with more
+    features, never above ``n``; a public bound keeps its rule."""
+    def rows(n, d, epsilon, **params):
+        return DPLogisticRegression(epsilon=epsilon, **params)._plan_scaling(n, d, subsample_moments=True).moment_rows
+
+    def plan(n, d, epsilon):
+        return DPLogisticRegression(epsilon=epsilon)._plan_scaling(n, d)
+
+    assert rows(scaling.SCALED_MOMENT_ROWS - 1, 20, 1.0) == scaling.SCALED_MOMENT_ROWS - 1
+    assert rows(10**5, 20, 1.0) == rows(10**5, 20, 3.0) == scaling.SCALED_MOMENT_ROWS
+    small = plan(10**5, 20, 0.1)
+    assert rows(10**5, 20, 0.1) == scaling.variance_rows(small) > scaling.magnitude_rows(small)
+    few = plan(10**5, 5, 0.1)
+    assert rows(10**5, 5, 0.1) == scaling.magnitude_rows(few) > scaling.variance_rows(few)
+    assert rows(10**5, 5, 0.1) > scaling.SCALED_MOMENT_ROWS
+    assert rows(10**6, 1000, 1.0) == scaling.variance_rows(plan(10**6, 1000, 1.0)) > 2**16
+    assert rows(10**5, 1000, 1.0) == 10**5
+    for n in (10**4, 10**5, 10**6):
+        by_epsilon = [rows(n, 100, epsilon) for epsilon in (0.1, 0.3, 1.0, 3.0)]
+        assert by_epsilon == sorted(by_epsilon, reverse=True) and max(by_epsilon) <= n
+        by_features = [rows(n, d, 0.3) for d in (2, 20, 100, 1000)]
+        assert by_features == sorted(by_features) and max(by_features) <= n
+    assert rows(10**5, 20, 1.0, data_norm=5.0) == 2**16
+
+
+def test_at_the_guarded_rows_a_window_of_half_of_them_sets_a_distant_order_against_the_noise(monkeypatch):
+    """The release over ``m = magnitude_rows`` rows with every window's noise at
+    ``-MAGNITUDE_THRESHOLD`` deviations: a feature with half its entries in one window far below
+    the others' orders gets that order; with one entry fewer than the thresholds' sum it gets the
+    fallback (the median order of the others)."""
+    plan = scaling.plan_scaling(10**6, 3, None, gaussian_mu=0.01, subsample_moments=True)
+    assert plan.moment_rows == scaling.magnitude_rows(plan)
+    assert plan.moment_rows > max(scaling.SCALED_MOMENT_ROWS, scaling.variance_rows(plan))
+    low = -scaling.MAGNITUDE_THRESHOLD * plan.window_noise_std / scaling.MAGNITUDE_WINDOW
+    monkeypatch.setattr(scaling, "release_noise", lambda value, scale, rng, draw=None: np.full_like(value, low))
+
+    def orders(entries):
+        X = np.full((plan.moment_rows, 3), 8.0)
+        X[:, 0] = 0.0
+        X[:entries, 0] = 2.0**-12  # 15 octaves below the others' 2**3: a distant order
+        return np.log2(scaling.release_magnitudes(X, plan, np.random.default_rng(0)))
+
+    np.testing.assert_array_equal(orders(math.ceil(scaling.RESOLVED_WINDOW_SHARE * plan.moment_rows)), [-12, 3, 3])
+    too_few = math.ceil(plan.distant_magnitude_threshold + plan.magnitude_threshold) - 1
+    np.testing.assert_array_equal(orders(too_few), [3, 3, 3])
+
+
+def test_a_default_fit_over_the_rules_rows_has_the_event_of_all_rows():
+    """``dp_event_`` and ``epsilon_`` do not depend on the rows the releases read."""
+    X = np.random.default_rng(0).normal(size=(9000, 3)) * [1.0, 1e3, 1e-3]
+    y = (X[:, 0] > 0).astype(int)
+    params = dict(epsilon=3.0, classes=[0, 1], random_state=0)
+    assert DPLogisticRegression(**params)._plan_scaling(*X.shape, subsample_moments=True).moment_rows < 9000
+    rule = DPLogisticRegression(**params, accountant=PrivacyAccountant()).fit(X, y)
+    with moment_floor(9000, exact=True):
+        whole = DPLogisticRegression(**params, accountant=PrivacyAccountant()).fit(X, y)
+    assert str(rule.dp_event_) == str(whole.dp_event_) and rule.epsilon_ == whole.epsilon_
+    assert not np.array_equal(rule.coef_, whole.coef_)  # the moments of fewer rows: another model
 
 
 def test_a_fit_of_many_rows_releases_the_moments_of_its_first_rows_with_the_same_event(monkeypatch):
@@ -481,13 +582,12 @@ def test_a_fit_of_many_rows_releases_the_moments_of_its_first_rows_with_the_same
     model = DPLogisticRegression(epsilon=3.0, classes=[0, 1], random_state=0)
     whole = model.fit(X, y)
     whole_event, whole_rows = whole.dp_event_, whole.n_iter_
-    monkeypatch.setattr(scaling, "MOMENT_ROWS", 1000)
-    monkeypatch.setattr(scaling, "MOMENT_NOISE", 1e9)
     monkeypatch.setattr(scaling, "release_noise", observe)
     for name in ("standardise", "divide_clip_and_standardise", "divide_clip_and_sum", "gather_standardised",
                  "magnitude_counts"):
         monkeypatch.setattr(fused_rows, name, counting(name))
-    subsampled = DPLogisticRegression(epsilon=3.0, classes=[0, 1], random_state=0).fit(X, y)
+    with moment_floor(1000, exact=True):
+        subsampled = DPLogisticRegression(epsilon=3.0, classes=[0, 1], random_state=0).fit(X, y)
     # the gather counted the first rows' magnitudes, copied the others once the scale was known
     assert sorted(calls) == [("divide_clip_and_sum", 1000), ("gather_standardised", 2000), ("standardise", 1000)]
     assert str(subsampled.dp_event_) == str(whole_event) and subsampled.n_iter_ == whole_rows

@@ -27,9 +27,10 @@ The data flow of one scaled fit (``BaseDPLinearModel._fit_steps``):
    (``standardisation_``), so the model is the trained one on every row.
 
 Steps 0 and 2 read the first :func:`moment_rows` rows of the fit's uniformly random order (all
-of them up to ``2**16`` rows, more at small budgets): beyond those, more rows would buy little
-accuracy of the scale and cost reads of every row. The rest are read once, and scaled as they are
-copied (:class:`_FusedPasses`).
+of them up to ``2**13`` rows, more at small budgets and many features: enough that the variances'
+noise is below the relative floor and that the orders are resolved): beyond those, more rows
+would buy little accuracy of the scale and cost reads of every row. The rest are read once, and
+scaled as they are copied (:class:`_FusedPasses`).
 
 The releases of steps 0 and 2 and the solver's event compose into the fit's one event; the
 shares of the budget the releases get are :data:`MAGNITUDE_SHARE` and :data:`SCALING_SHARE`.
@@ -40,7 +41,7 @@ Everything here depends on the rows only through those releases: the noise, the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import dp_accounting
 import numpy as np
@@ -254,29 +255,102 @@ spread than its own; on synthetic rows of 5000 rows at epsilon 1 that cost about
 
 
 MOMENT_ROWS = 2**16
-"""The least number of rows the moments are computed over (:func:`moment_rows`)."""
+"""The least number of rows the moments are computed over when the plan releases no orders of
+magnitude (a public ``data_norm``, or the private row bound; :func:`moment_rows`)."""
 
 MOMENT_NOISE = 1e-3
-"""The moments of a fit of many rows are computed over enough of them that the noise on each
-released second moment has standard deviation at most this, in units of ``C**2``
-(:func:`moment_rows`)."""
+"""Without released orders of magnitude, the moments of a fit of many rows are computed over
+enough of them that the noise on each released second moment has standard deviation at most
+this, in units of ``C**2`` (:func:`moment_rows`)."""
+
+SCALED_MOMENT_ROWS = 2**13
+"""The least number of rows the moments and the orders of magnitude are computed over when the
+plan releases the orders (:func:`moment_rows`): a floor under :func:`variance_rows` and
+:func:`magnitude_rows` for the errors they leave out, the moments' sampling error (about ``sqrt(2 /
+m)`` of a feature's variance, under 2 % here) and the choice among windows of nearly equal counts.
+Public; ``benchmarks/results/moment_rows_small_exact.md``: fits over exactly this many rows lost
+accuracy only where they read fewer than :func:`variance_rows`."""
+
+VARIANCE_NOISE_SHARE = 0.5
+"""The noise standard deviation on a released variance the rows of the moments must bring down to,
+as a share of :data:`RELATIVE_SCALE_FLOOR` squared (:func:`variance_rows`); at most
+``1 / VARIANCE_THRESHOLD``, so that the noise floor stays below the relative one. Public; chosen
+in ``benchmarks/results/moment_rows_small.md`` (its notes): with the share at 1 (the noise floor
+at the relative floor) fits of 100 features at small budgets and of 1000 features lost accuracy
+against the releases over all rows, as the fits over fewer rows did in
+``moment_rows_small_exact.md``; at one half no cell did."""
+
+RESOLVED_WINDOW_SHARE = 0.5
+"""The share of a feature's entries the plan assumes its window of :data:`MAGNITUDE_WINDOW`
+orders holds: "most" of them, the reading of a released order that :data:`RELATIVE_SCALE_FLOOR`
+rests on (most entries between ``1/8`` and ``1`` of the order). The rows the orders are released
+from must resolve such a window (:func:`magnitude_rows`)."""
 
 
-def moment_rows(n_samples: int, noise_scale: float, laplace: bool) -> int:
-    """How many rows a fit computes the moments over: the first ``m`` of its uniformly random
-    order, ``m = min(n, max(MOMENT_ROWS, noise_std / MOMENT_NOISE))`` with ``noise_std`` the
-    standard deviation of the noise on each sum (public: ``n`` and the budget).
+def moment_rows(plan: "ScalingPlan") -> int:
+    """How many rows a fit computes the scaling's releases over: the first ``m`` of its uniformly
+    random order, for ``plan`` over all ``n`` rows (public: ``n``, ``d`` and the budget).
+
+    With the orders of magnitude released (``plan.magnitude_noise`` set, the default fit), ``m =
+    min(n, max(SCALED_MOMENT_ROWS, variance_rows(plan), magnitude_rows(plan)))``: the fewest rows
+    on which the noise on a variance is a fraction of :data:`RELATIVE_SCALE_FLOOR` squared, the
+    floor that applies anyway, so the variances are floored as on all rows (:func:`variance_rows`),
+    and on which the orders are as resolvable as the plan assumes (:func:`magnitude_rows`). The
+    orders are released from the same rows as the moments, so
+    :attr:`ScalingPlan.resolves_magnitudes` is read on ``m``; ``magnitude_rows`` exceeds the
+    plan's :attr:`~ScalingPlan.magnitude_threshold`, so it is true on ``m`` rows exactly when it
+    is on ``n``: reading fewer rows never turns a fit to the row bound.
+
+    Without released orders (a public ``data_norm`` or the private row bound), ``m = min(n,
+    max(MOMENT_ROWS, noise_std / MOMENT_NOISE))``: there is no order to measure a feature's
+    variance against, only the bound, and the rule stays the one measured for it.
 
     The moments only set the standardisation, which the solver's own noise makes coarse anyway;
-    beyond ``m`` rows their errors are small (the noise on a second moment at most
-    :data:`MOMENT_NOISE` ``C**2``, the sampling error below ``sqrt(2 / MOMENT_ROWS)``, 0.6 %, of a
-    feature's variance), while every row more costs two more reads of a row. The sums over a subset
-    drawn by public randomness, independently of the rows, have at most the sensitivities of the
-    sums over all rows (:func:`moment_sensitivities`), so the releases' events are unchanged
-    (no amplification by subsampling is claimed). Measured in ``benchmarks/results/engine.md``
-    (time) and ``benchmarks/results/moment_rows.md`` (accuracy)."""
-    noise_std = noise_scale * (math.sqrt(2.0) if laplace else 1.0)
-    return int(min(n_samples, max(MOMENT_ROWS, math.ceil(noise_std / MOMENT_NOISE))))
+    beyond ``m`` rows their errors are small while every row more costs two more reads of a row.
+    The sums over a subset drawn by public randomness, independently of the rows, have at most the
+    sensitivities of the sums over all rows (:func:`moment_sensitivities`), so the releases' events
+    are unchanged (no amplification by subsampling is claimed). Measured: accuracy in
+    ``benchmarks/results/moment_rows_small.md`` (the rule against the releases over all rows in
+    every cell of ``n`` 2e4-1e5, ``d`` 5-1000 and epsilon 0.1-3 where it reads fewer rows than
+    ``n``; its notes hold the rule with the variances' noise at the relative floor, which lost
+    accuracy), ``moment_rows_small_exact.md`` (exactly ``2**13``, ``2**12`` and ``2**10`` rows: the
+    cells that lost accuracy read fewer than ``variance_rows`` or ``magnitude_rows``) and
+    ``moment_rows.md`` (``n`` up to ``1e6``; its notes: the time at 1e5 x 20)."""
+    if plan.magnitude_noise is None:
+        least = max(MOMENT_ROWS, math.ceil(plan.noise_std / MOMENT_NOISE))
+    else:
+        least = max(SCALED_MOMENT_ROWS, variance_rows(plan), magnitude_rows(plan))
+    return int(min(plan.n_samples, least))
+
+
+def variance_rows(plan: "ScalingPlan") -> int:
+    """The fewest rows on whose moments the noise on a released variance, ``noise_std C**2 / m``
+    in the units of the rows ``x / s`` (a feature's released order is 1 there), is at most
+    :data:`VARIANCE_NOISE_SHARE` of :data:`RELATIVE_SCALE_FLOOR` squared. On so many rows the noise
+    floor (:data:`VARIANCE_THRESHOLD` deviations, :attr:`ScalingPlan.variance_floor`) is below the
+    relative one, so the variances are floored at ``RELATIVE_SCALE_FLOOR**2`` as on all rows, and
+    a feature at that floor has its variance within half of it. With the default bounds (``C =
+    CENTRED_NORM_FACTOR ROW_NORM_FACTOR sqrt(d)``) this is ``8 d noise_std`` rows centred, ``128 d
+    noise_std`` uncentred. Without a relative floor (``RELATIVE_SCALE_FLOOR = 0``, a variant of
+    ``benchmarks/rare_column.py``) the floor is the noise's, which only all rows make what it is
+    on all rows: ``n``."""
+    largest_noise = VARIANCE_NOISE_SHARE * RELATIVE_SCALE_FLOOR**2
+    if largest_noise <= 0.0:
+        return plan.n_samples
+    return math.ceil(plan.noise_std * plan.centred_norm**2 / largest_noise)
+
+
+def magnitude_rows(plan: "ScalingPlan") -> int:
+    """The fewest rows on which a feature with :data:`RESOLVED_WINDOW_SHARE` of its entries in one
+    window of :data:`MAGNITUDE_WINDOW` orders (the plan's assumption, "most") sets its order
+    wherever it lies: its count clears :attr:`ScalingPlan.distant_magnitude_threshold` (corrected
+    for the windows of all ``d`` features) even with the noise :data:`MAGNITUDE_THRESHOLD` standard
+    deviations against it, ``(distant_magnitude_threshold + magnitude_threshold) /
+    RESOLVED_WINDOW_SHARE``. The orders are released from the rows the moments read
+    (:func:`release_magnitudes`), so fewer rows would leave features unresolved that the plan
+    counts on (their order then the fallback); a window's count grows with the rows read, its
+    noise does not."""
+    return math.ceil((plan.distant_magnitude_threshold + plan.magnitude_threshold) / RESOLVED_WINDOW_SHARE)
 
 
 def covered_rows(block_sizes, n_rows: int) -> int:
@@ -346,9 +420,15 @@ class ScalingPlan:
         return (CENTRED_NORM_FACTOR if self.centred else 1.0) * self.data_norm
 
     @property
+    def noise_std(self) -> float:
+        """Standard deviation of the noise on each coordinate of the moment releases (of a Laplace
+        variable of scale ``b``: ``sqrt(2) b``)."""
+        return self.noise_scale * (math.sqrt(2.0) if self.laplace else 1.0)
+
+    @property
     def moment_noise_std(self) -> float:
         """Standard deviation of the noise on one second moment, in units of ``C**2``."""
-        return self.noise_scale * (math.sqrt(2.0) if self.laplace else 1.0) / self.moment_rows
+        return self.noise_std / self.moment_rows
 
     @property
     def variance_floor(self) -> float:
@@ -394,7 +474,8 @@ class ScalingPlan:
         :attr:`moment_rows` counts (one entry per row), and with that at or below
         :attr:`magnitude_threshold` no window is significant but by its noise, and every
         feature's order is the fallback of :func:`release_magnitudes`, read from noise. A public
-        function of ``n``, ``d`` and the budget."""
+        function of ``n``, ``d`` and the budget; :func:`moment_rows` keeps it what it is on all
+        ``n`` rows."""
         return self.magnitude_noise is not None and self.moment_rows > self.magnitude_threshold
 
     @property
@@ -538,10 +619,13 @@ def plan_scaling(n_samples: int, n_features: int, data_norm: float | None, *, ga
             events.append(gaussian_event(magnitude_noise, magnitude_sensitivity(n_features, False)))
         events += [gaussian_event(noise, s) for s in sensitivities]
     event = events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
-    rows = moment_rows(n_samples, noise, laplace) if subsample_moments else None
-    if rows is not None and block_sizes is not None:
+    plan = ScalingPlan(int(n_samples), int(n_features), bound, noise, laplace, event, magnitude_noise, centred)
+    if not subsample_moments:
+        return plan
+    rows = moment_rows(plan)
+    if block_sizes is not None:
         rows = covered_rows(block_sizes, rows)
-    return ScalingPlan(int(n_samples), int(n_features), bound, noise, laplace, event, magnitude_noise, centred, rows)
+    return replace(plan, moment_rows=rows)
 
 
 def release_magnitudes(X, plan: ScalingPlan, rng: np.random.Generator) -> np.ndarray:
