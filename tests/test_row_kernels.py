@@ -202,3 +202,34 @@ def test_count_non_finite_counts_exactly_the_nans_and_infinities(special, small_
     X.flat[rng.choice(X.size, size=17, replace=False)] = special
     assert fused.count_non_finite(X) == np.count_nonzero(~np.isfinite(X))
     assert fused.count_non_finite(np.empty((0, 3))) == 0
+
+
+def _blas_threads() -> list:
+    from threadpoolctl import threadpool_info
+
+    return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+
+def test_hessian_passes_run_blas_on_one_thread_each_and_restore_it(monkeypatch):
+    """Inside :func:`skdpsco.rows.loss_derivatives`, run on the passes' own threads, BLAS runs on
+    the calling thread (one BLAS thread each: no oversubscription of the CPUs), and the process's
+    BLAS setting is what it was afterwards; with one thread of passes BLAS keeps its own."""
+    before = _blas_threads()
+    seen = []
+    original = fused._blocks.loss_derivatives
+
+    def observe(*args):
+        seen.append(_blas_threads())
+        return original(*args)
+
+    monkeypatch.setattr(fused._blocks, "loss_derivatives", observe)
+    rng = np.random.default_rng(0)
+    X, y, w = rng.normal(size=(300, 4)), np.where(rng.random(300) < 0.5, -1.0, 1.0), np.zeros(4)
+    monkeypatch.setattr(fused, "THREADS", 2)
+    fused.loss_derivatives(X, y, w, fused.LOGISTIC_LOSS, None, True)
+    assert seen and all(threads == [1] * len(before) for threads in seen)
+    assert _blas_threads() == before
+    seen.clear()
+    monkeypatch.setattr(fused, "THREADS", 1)
+    fused.loss_derivatives(X, y, w, fused.LOGISTIC_LOSS, None, True)
+    assert seen and all(threads == before for threads in seen)
