@@ -910,13 +910,14 @@ def _kernel_of_rows(X, w: np.ndarray, sizes: np.ndarray, intercept: float | None
 def _noise_of_chunks(rng, noise_stds: np.ndarray, chunks: list, n_params: int) -> Iterator[np.ndarray]:
     """The noise rows of each chunk of steps (:func:`_chunk_noise`), in order. With several chunks,
     a second thread draws the next chunk's noise while the caller runs this one (numpy's generator
-    and the kernel release the GIL); the draws, and their order, are those of one thread."""
+    and the kernel release the GIL); the draws, and their order, are those of one thread. A
+    schedule without noise (Phased-SGD's steps) draws nothing, and starts no thread."""
 
     def draw(chunk: slice) -> np.ndarray:
         stds = noise_stds[chunk]
         return _chunk_noise(rng, stds[stds > 0], n_params)
 
-    if len(chunks) <= 1:
+    if len(chunks) <= 1 or not np.any(noise_stds > 0):
         yield from map(draw, chunks)
         return
     with ThreadPoolExecutor(max_workers=1) as drawer:
