@@ -64,6 +64,8 @@ from skdpsco.solvers.growth import EpochGrowth, Localization
 from skdpsco.solvers.holder import OutputPerturbationSGD
 from skdpsco.solvers.snowball import noise_every
 
+from .utility import write_with_notes
+
 TOLERANCE = 1e-9
 """Relative slack of the check ``realised <= claimed (1 + TOLERANCE)`` (floating point only)."""
 
@@ -1042,7 +1044,8 @@ def pca_scales(case: EstimatorCase, X, y, seed: int) -> np.ndarray:
 
 def pca_cases() -> dict:
     """``DPPCA``'s paths: the default (private row bound, scaling, matrix), a public ``data_norm``
-    with the scaling, and no scaling with the private mean. ``y`` is ignored (one label)."""
+    with the scaling, no scaling with the private mean, and no scaling without centring (the
+    matrix alone). ``y`` is ignored (one label)."""
     from skdpsco import DPPCA
 
     common = dict(epsilon=1.0, delta=1e-5)
@@ -1053,6 +1056,9 @@ def pca_cases() -> dict:
                       [0], claims=pca_claims),
         EstimatorCase("DPPCA feature_scaling=None, data_norm=1 (private mean, matrix)",
                       lambda: DPPCA(data_norm=1.0, feature_scaling=None, **common), [0], claims=pca_claims),
+        EstimatorCase("DPPCA feature_scaling=None, data_norm=1, centering='none' (matrix)",
+                      lambda: DPPCA(data_norm=1.0, feature_scaling=None, centering="none", **common), [0],
+                      claims=pca_claims),
     ]
     return {c.name: c for c in cases}
 
@@ -1170,7 +1176,7 @@ def write_report(rows: list, full: bool, path: Path = RESULTS) -> None:
         after = "" if honest.last is None else f"; after the scaling at most {honest.last:.6f}"
         lines.append(f"| {name} | {honest.releases} | {honest.neighbours} | {honest.ratio:.6f} | {caught(halved)} | "
                      f"{rows_x2} | {honest.where}{after} |")
-    path.write_text("\n".join(lines) + "\n")
+    write_with_notes(path, "\n".join(lines) + "\n")
 
 
 def main(argv=None) -> None:

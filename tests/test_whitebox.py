@@ -317,7 +317,7 @@ def _scaled_estimator_ratios(case, noise_factor=1.0, clip_factor=1.0):
         for position in (0, case.n_samples - 1):
             ratios, n_scaling = wb.scaled_estimator_check(case.make, X, y, position, pair, 0, noise_factor, clip_factor,
                                                           case.claims or wb.scaled_fit_claims)
-            worst = np.maximum(worst, [ratios[:n_scaling].max(), ratios[n_scaling:].max()])
+            worst = np.maximum(worst, [ratios[:n_scaling].max(initial=0.0), ratios[n_scaling:].max()])
     return worst
 
 
