@@ -99,9 +99,9 @@ def _late_rows(setup) -> int:
     gathered = []
     original = fused_rows.gather_standardised
 
-    def spy(X, order, *args):
+    def spy(X, order, *args, **options):
         gathered.append(len(order))
-        return original(X, order, *args)
+        return original(X, order, *args, **options)
 
     fused_rows.gather_standardised = spy
     try:
