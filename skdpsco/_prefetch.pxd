@@ -1,10 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Prefetching the rows a gather reads in a random order, shared by the compiled kernels
-(``cimport``-ed, no module of its own)."""
+(``cimport``-ed, no module of its own).
+
+On x86 the prefetch is an ``asm volatile`` instruction: GCC 12 at ``-O3`` deleted the loops of
+``__builtin_prefetch`` over a row's cache lines as loops without effect (the kernels' binaries
+held no prefetch instruction), which an ``asm volatile`` statement cannot be. ``prefetcht0`` and
+``prefetcht1`` are SSE instructions, in every x86-64."""
 
 cdef extern from *:
     """
-    #if defined(__GNUC__) || defined(__clang__)
+    #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    #define SKDPSCO_PREFETCH(p) __asm__ __volatile__("prefetcht0 %0" : : "m"(*(const char *)(p)))
+    #define SKDPSCO_PREFETCH_L2(p) __asm__ __volatile__("prefetcht1 %0" : : "m"(*(const char *)(p)))
+    #elif defined(__GNUC__) || defined(__clang__)
     #define SKDPSCO_PREFETCH(p) __builtin_prefetch((const void *)(p), 0, 3)
     #define SKDPSCO_PREFETCH_L2(p) __builtin_prefetch((const void *)(p), 0, 2)
     #else
