@@ -40,10 +40,28 @@ cdef inline void order_bins(int32_t *bins, int64_t high) noexcept nogil:
         bins[s] = <int32_t> (order + high)
 
 
-cdef inline void count_row_orders(const double *row, Py_ssize_t d, int64_t *table, Py_ssize_t width,
-                                  int64_t high, const int32_t *bins) noexcept nogil:
+cdef inline int64_t _column(const uint64_t *bits, Py_ssize_t j, int64_t high, const int32_t *bins) noexcept nogil:
+    """The column of :func:`count_row_orders` for the entry with bits ``bits[j]``; -1 for a zero."""
+    cdef uint64_t magnitude_mask = ((<uint64_t> 1) << 63) - 1
+    cdef uint64_t carry = ((<uint64_t> 1) << 52) - <uint64_t> 0x6A09E667F3BCD
+    cdef int64_t order, column = bins[((bits[j] & magnitude_mask) + carry) >> 52]
+    cdef double u
+    if column < 0:
+        if (bits[j] & magnitude_mask) == 0:  # a zero: not counted
+            return -1
+        memcpy(&u, &bits[j], sizeof(double))
+        order = binary_order(u)
+        column = (-high if order < -high else (high if order > high else order)) + high
+    return column
+
+
+cdef inline void count_row_orders(const double *row, const double *other, Py_ssize_t d, int64_t *table,
+                                  Py_ssize_t width, int64_t high, const int32_t *bins) noexcept nogil:
     """Add one to ``table[j * width + k + high]`` for each non-zero ``row[j]``, ``j < d``, ``k`` its
-    binary order (:func:`binary_order`) clamped to ``[-high, high]`` (``bins``: :func:`order_bins`).
+    binary order (:func:`binary_order`) clamped to ``[-high, high]`` (``bins``: :func:`order_bins`);
+    the same for ``other`` unless it is NULL, in the same loop (two rows a loop: the adds to a
+    feature's counts, in one cache line, come in pairs; 26 -> 19 ms for 16384 rows of 1000 in a C
+    model of the loop).
 
     A normal entry's order is read from its bits with no branch on its value: with ``a`` its bits
     without the sign (biased exponent ``b`` above mantissa ``m``), ``s = (a + 2**52 - h) >> 52``
@@ -51,18 +69,15 @@ cdef inline void count_row_orders(const double *row, Py_ssize_t d, int64_t *tabl
     exponent field exactly when ``m >= h``), so the order ``b - 1022 - [m < h]`` is ``s - 1023``,
     and its clamped column is ``bins[s]``. ``s`` below 2 (zeros, subnormals and normal entries
     below ``2**-1022 sqrt(2)``; rare) takes the slow path."""
-    cdef const uint64_t *bits = <const uint64_t *> row
-    cdef uint64_t magnitude_mask = ((<uint64_t> 1) << 63) - 1
-    cdef uint64_t carry = ((<uint64_t> 1) << 52) - <uint64_t> 0x6A09E667F3BCD
-    cdef int64_t order, column
+    cdef const uint64_t *first = <const uint64_t *> row
+    cdef const uint64_t *second = <const uint64_t *> other
+    cdef int64_t column
     cdef Py_ssize_t j
-    cdef double u
     for j in range(d):
-        column = bins[((bits[j] & magnitude_mask) + carry) >> 52]
-        if column < 0:
-            if (bits[j] & magnitude_mask) == 0:  # a zero: not counted
-                continue
-            memcpy(&u, &bits[j], sizeof(double))
-            order = binary_order(u)
-            column = (-high if order < -high else (high if order > high else order)) + high
-        table[j * width + column] += 1
+        column = _column(first, j, high, bins)
+        if column >= 0:
+            table[j * width + column] += 1
+        if second != NULL:
+            column = _column(second, j, high, bins)
+            if column >= 0:
+                table[j * width + column] += 1

@@ -37,7 +37,7 @@ cdef inline void prefetch_row(const double *X, Py_ssize_t p, const Py_ssize_t *o
 
 
 cdef inline void prefetch_next_row(const double *row, Py_ssize_t stride, Py_ssize_t rows_after) noexcept nogil:
-    """Ask the second-level cache for the row after ``row`` (``stride`` doubles on), if ``rows_after >
+    """Ask the second-level cache for the ``stride`` doubles after ``row`` (the next row), if ``rows_after >
     0``: a pass over consecutive rows reads the next row from memory while it computes on this one
     (into the second level, where a row of a thousand features does not evict the first level's
     working set: the row, its scratch and the per-feature vectors)."""

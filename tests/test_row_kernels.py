@@ -12,6 +12,7 @@ from scipy.special import expit
 
 from skdpsco import rows as fused
 from skdpsco.linear_model import _scaling
+from skdpsco.solvers import _kernel
 from skdpsco.solvers._core import clip_rows
 
 RANGE = _scaling.MAGNITUDE_RANGE
@@ -202,3 +203,19 @@ def test_count_non_finite_counts_exactly_the_nans_and_infinities(special, small_
     X.flat[rng.choice(X.size, size=17, replace=False)] = special
     assert fused.count_non_finite(X) == np.count_nonzero(~np.isfinite(X))
     assert fused.count_non_finite(np.empty((0, 3))) == 0
+
+
+@pytest.mark.parametrize("n", [0, 1, 6, 7])
+def test_gathers_counts_are_the_histograms_of_the_finite_rows_it_writes(n):
+    """The gather counts its rows two at a time: the same integers for an odd or even number of
+    rows, rows with a NaN or an infinite entry (refused, not counted) between them."""
+    X = _table(n, max(n, 1) + 3, 5, False)
+    X[2, 1], X[n + 1, 0] = np.nan, -np.inf
+    order = np.random.default_rng(n).permutation(X.shape[0])[: n + 2]
+    order = np.concatenate([order, [2]])  # a refused row last
+    out = np.empty((order.size, 5))
+    counts = np.zeros((5, 2 * RANGE + 1), dtype=np.int64)
+    refused = _kernel.gather_clipped_rows(X, order.astype(np.intp), 1e6, out, 0.0, counts)
+    written = np.isfinite(X[order]).all(axis=1)
+    assert refused == int((~written).sum()) >= 1
+    np.testing.assert_array_equal(counts, _scaling.magnitude_counts(out[written]))

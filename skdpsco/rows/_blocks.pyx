@@ -109,7 +109,7 @@ def magnitude_counts(const double[:, ::1] rows, Py_ssize_t d, int magnitude_rang
     """The ``(d, 2 R + 1)`` int64 histograms of the binary orders of magnitude ``k = round(log2
     |x|)`` (from the float's exponent, :func:`skdpsco.linear_model._scaling.magnitude_bins`)
     of the non-zero entries of the block's first ``d`` columns, ``k`` clamped to ``[-R, R]``
-    (``skdpsco._orders.count_row_orders``, row by row)."""
+    (``skdpsco._orders.count_row_orders``, two rows at a time)."""
     cdef Py_ssize_t n = rows.shape[0], i, width = 2 * magnitude_range + 1
     counts_array = np.zeros((d, width), dtype=np.int64)
     cdef int64_t[:, ::1] counts = counts_array
@@ -121,10 +121,11 @@ def magnitude_counts(const double[:, ::1] rows, Py_ssize_t d, int magnitude_rang
     cdef bint short_rows = rows.shape[1] <= PREFETCHED_ROW_LENGTH
     with nogil:
         order_bins(bins, magnitude_range)
-        for i in range(n):
+        for i in range(0, n, 2):
             if short_rows:
-                prefetch_next_row(&rows[i, 0], rows.shape[1], n - 1 - i)
-            count_row_orders(&rows[i, 0], d, &counts[0, 0], width, magnitude_range, bins)
+                prefetch_next_row(&rows[i, 0], 2 * rows.shape[1], (n - 1 - i) // 2)
+            count_row_orders(&rows[i, 0], &rows[i + 1, 0] if i + 1 < n else NULL, d, &counts[0, 0], width,
+                             magnitude_range, bins)
     return counts_array
 
 

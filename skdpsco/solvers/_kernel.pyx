@@ -163,6 +163,7 @@ def gather_clipped_rows(
         if d > 0:
             table = &table_view[0, 0]
     cdef int32_t bins[2049]
+    cdef double *waiting = NULL  # a written row whose orders are counted with the next one
     if n == 0:
         return 0
     with nogil:
@@ -174,9 +175,15 @@ def gather_clipped_rows(
                 non_finite += 1
                 continue
             if table != NULL:
-                count_row_orders(target, d, table, width, high, bins)
+                if waiting == NULL:
+                    waiting = target
+                else:
+                    count_row_orders(waiting, target, d, table, width, high, bins)
+                    waiting = NULL
             for j in range(d, p):
                 target[j] = fill
+        if waiting != NULL:
+            count_row_orders(waiting, NULL, d, table, width, high, bins)
     return non_finite
 
 
