@@ -12,6 +12,7 @@ from scipy.special import expit
 
 from skdpsco import rows as fused
 from skdpsco.linear_model import _scaling
+from skdpsco.solvers import _kernel
 from skdpsco.solvers._core import clip_rows
 
 RANGE = _scaling.MAGNITUDE_RANGE
@@ -233,3 +234,19 @@ def test_hessian_passes_run_blas_on_one_thread_each_and_restore_it(monkeypatch):
     monkeypatch.setattr(fused, "THREADS", 1)
     fused.loss_derivatives(X, y, w, fused.LOGISTIC_LOSS, None, True)
     assert seen and all(threads == before for threads in seen)
+
+
+@pytest.mark.parametrize("n", [0, 1, 6, 7])
+def test_gathers_counts_are_the_histograms_of_the_finite_rows_it_writes(n):
+    """The gather counts its rows two at a time: the same integers for an odd or even number of
+    rows, rows with a NaN or an infinite entry (refused, not counted) between them."""
+    X = _table(n, max(n, 1) + 3, 5, False)
+    X[2, 1], X[n + 1, 0] = np.nan, -np.inf
+    order = np.random.default_rng(n).permutation(X.shape[0])[: n + 2]
+    order = np.concatenate([order, [2]])  # a refused row last
+    out = np.empty((order.size, 5))
+    counts = np.zeros((5, 2 * RANGE + 1), dtype=np.int64)
+    refused = _kernel.gather_clipped_rows(X, order.astype(np.intp), 1e6, out, 0.0, counts)
+    written = np.isfinite(X[order]).all(axis=1)
+    assert refused == int((~written).sum()) >= 1
+    np.testing.assert_array_equal(counts, _scaling.magnitude_counts(out[written]))

@@ -30,7 +30,7 @@ from libc.float cimport DBL_MAX
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy, memmove
 
-from .._orders cimport count_row_orders
+from .._orders cimport count_row_orders, order_bins
 from .._prefetch cimport prefetch_row as _prefetch_row
 from .._vectors cimport dot as _dot
 
@@ -162,9 +162,12 @@ def gather_clipped_rows(
         high = (width - 1) // 2
         if d > 0:
             table = &table_view[0, 0]
+    cdef int32_t bins[2049]
+    cdef double *waiting = NULL  # a written row whose orders are counted with the next one
     if n == 0:
         return 0
     with nogil:
+        order_bins(bins, high)
         for i in range(n):
             _prefetch_row(Xp, d, op, i, n)
             target = &out[i, 0]
@@ -172,9 +175,15 @@ def gather_clipped_rows(
                 non_finite += 1
                 continue
             if table != NULL:
-                count_row_orders(target, d, table, width, high)
+                if waiting == NULL:
+                    waiting = target
+                else:
+                    count_row_orders(waiting, target, d, table, width, high, bins)
+                    waiting = NULL
             for j in range(d, p):
                 target[j] = fill
+        if waiting != NULL:
+            count_row_orders(waiting, NULL, d, table, width, high, bins)
     return non_finite
 
 
