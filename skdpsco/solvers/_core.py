@@ -30,7 +30,7 @@ from scipy import sparse
 
 from .. import _noise
 from ..losses import HingeLoss, HuberLoss, LogisticLoss, PowerLoss, QHingeLoss, SquaredHingeLoss, WeightedLoss
-from ..rows import fused_layout, map_blocks
+from ..rows import balanced_block_rows, fused_layout, map_blocks
 from ..smoothing import GaussianSmoothedLoss
 from . import _kernel
 
@@ -354,12 +354,6 @@ def _refuse_non_finite():
 ROW_BLOCK = 4096
 """Rows per block of the numpy reference of :func:`clipped_rows_in_order` (bounds its temporary)."""
 
-GATHER_BLOCK = 16384
-"""Rows per block of the compiled gather of :func:`clipped_rows_in_order`, the unit of work of its
-threads (small enough that the first rows of a fit, which the scaling's releases read, are
-gathered by every thread too; the result does not depend on it)."""
-
-
 def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fill: float | None = None,
                           magnitude_range: int | None = None, spare_column: bool = False,
                           out: np.ndarray | None = None):
@@ -370,9 +364,10 @@ def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fil
     are read: the copy that clipping needs anyway (peak memory one copy of ``X``) is made in the
     order the solvers read the rows, so they stream memory instead of jumping (``X[order]`` is a
     per-row map, it costs no privacy; a data-independent permutation leaves every guarantee as it
-    is, pitfall D5). A C-contiguous float64 ``X`` is gathered by the compiled kernel, one pass,
-    in blocks of :data:`GATHER_BLOCK` rows over the threads of :func:`skdpsco.rows.map_blocks` (reading rows
-    in a random order is bound by memory latency, which threads overlap); any other layout
+    is, pitfall D5). A C-contiguous float64 ``X`` is gathered by the compiled kernel, one pass, in
+    blocks of :func:`skdpsco.rows.balanced_block_rows` rows over the threads of
+    :func:`skdpsco.rows.map_blocks` (reading rows in a random order is bound by memory latency,
+    which threads overlap); any other layout
     by :func:`clip_rows` block by block (the reference; same rows); a CSR ``X`` as a CSR matrix
     of the same sparsity pattern, the column of ``fill`` stored in every row
     (:func:`with_constant_column`), gathered by the compiled :func:`_sparse_rows_in_order` into
@@ -406,15 +401,16 @@ def clipped_rows_in_order(X: np.ndarray, order: np.ndarray, max_norm: float, fil
         order = np.ascontiguousarray(order, dtype=np.intp)  # the kernel reads it as a C array
 
         width = None if magnitude_range is None else 2 * int(magnitude_range) + 1
+        block_rows = balanced_block_rows(order.size)  # the copy and the integer counts do not depend on them
 
         def gather(start: int) -> tuple:
-            block = slice(start, start + GATHER_BLOCK)
+            block = slice(start, start + block_rows)
             counts = None if width is None else np.zeros((n_features, width), dtype=np.int64)
             non_finite = _kernel.gather_clipped_rows(X, order[block], float(max_norm), out[block],
                                                      0.0 if fill is None else float(fill), counts)
             return non_finite, counts
 
-        parts = map_blocks(gather, order.size, GATHER_BLOCK)
+        parts = map_blocks(gather, order.size, block_rows)
         if sum(non_finite for non_finite, _ in parts):
             _refuse_non_finite()
         if width is None:
