@@ -747,12 +747,10 @@ def kernel_chunks(sizes: np.ndarray, max_steps: int, max_rows: int | None = None
     by one (:func:`_chunk_noise`)."""
     if max_rows is None:
         return [slice(first, first + max_steps) for first in range(0, sizes.size, max_steps)]
-    ends = np.cumsum(sizes)
     chunks, first = [], 0
-    while first < sizes.size:
-        before = ends[first - 1] if first else 0
-        stop = int(np.searchsorted(ends, before + max_rows, side="right"))
-        stop = min(max(stop, first + 1), first + max_steps)
+    while first < sizes.size:  # the running sums of one chunk's steps at a time: no array of T entries
+        ends = np.cumsum(sizes[first:first + max_steps])
+        stop = first + max(1, int(np.searchsorted(ends, max_rows, side="right")))
         chunks.append(slice(first, stop))
         first = stop
     return chunks
@@ -827,9 +825,10 @@ def _chunk_noise(rng, stds: np.ndarray, n_params: int) -> np.ndarray:
 def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radius, rng) -> None:
     """:func:`noisy_sgd_steps` on the compiled kernel, chunk by chunk of steps."""
     code, parameter = kernel_loss(gradient.loss)
-    steps = np.ascontiguousarray(steps, dtype=np.float64)
-    noise_stds = np.ascontiguousarray(noise_stds, dtype=np.float64)
-    sizes = batches.batch_sizes.astype(np.intp)
+    # as given (Phased-SGD's are broadcast views of one value): each chunk's made contiguous below,
+    # none copied whole (three vectors of T entries, a few hundredths of X at T = n / 2)
+    steps, noise_stds = np.asarray(steps, dtype=np.float64), np.asarray(noise_stds, dtype=np.float64)
+    sizes = np.asarray(batches.batch_sizes)
     # the kernels read an empty order as the rows in sequence
     order = np.empty(0, dtype=np.intp) if batches.order is None else np.ascontiguousarray(batches.order, dtype=np.intp)
     if not (sizes.ndim == 1 and sizes.shape == steps.shape == noise_stds.shape):
@@ -857,7 +856,8 @@ def _kernel_noisy_sgd_steps(gradient, batches, steps, noise_stds, w, total, radi
         elif batches.rows_written is not None:
             batches.rows_written(batches.X.shape[0])
         start = run(
-            y, weights, order, start, sizes[chunk], steps[chunk], noise, (noise_stds[chunk] > 0).view(np.uint8),
+            y, weights, order, start, np.ascontiguousarray(sizes[chunk], dtype=np.intp),
+            np.ascontiguousarray(steps[chunk]), noise, (noise_stds[chunk] > 0).view(np.uint8),
             w, total, work, code, parameter, gradient.l2_penalty, 0.0 if radius is None else float(radius),
             average, batches.cycle,
         )
