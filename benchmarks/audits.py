@@ -1381,15 +1381,15 @@ AUDITS: dict[str, Audit] = {a.name: a for a in [
     Audit("huber_regression", "DPHuberRegressor ('auto' -> noisy GD on the Huber loss), threshold 0.2 y_bound, "
           "radius 0.5, n = 21, epsilon = 2", "row 0 x = 1, target +1 vs -1 (+-y_bound, beyond the threshold on "
           "opposite sides on the whole ball: gradients -+L); other rows x = 0, y = 0",
-          lambda: huber_regression(21, 2.0), 3000),
+          lambda: huber_regression(21, 2.0), 3000, slow=True),
     Audit("quantile_regression", "DPQuantileRegressor(quantile=0.9) ('auto' -> noisy GD on the smoothed pinball "
           "loss, width 0.01), radius 0.5, n = 21, epsilon = 2", "row 0 x = +1 vs -1, target +1 above every "
           "prediction: gradients -+q = -+L (a target flip moves it by 1 only); other rows x = 0, y = 0",
-          lambda: quantile_regression(21, 2.0), 3000),
+          lambda: quantile_regression(21, 2.0), 3000, slow=True),
     Audit("poisson_regression", "DPPoissonRegressor ('auto' -> noisy GD) on the default log-mean window "
           "(radius 3, offset -3), n = 21, epsilon = 2", "row 0 x = +1 vs -1, target y_bound = 1: the "
           "gradient moves by 2 L (1 - exp(-3)) at w = 0 (a target change 0 -> y_bound by L only); other rows "
-          "x = 0, y = 0", lambda: poisson_regression(21, 2.0), 3000),
+          "x = 0, y = 0", lambda: poisson_regression(21, 2.0), 3000, slow=True),
     Audit("weighted_svm", "DPHingeSVM('auto' -> noisy GD, numpy reference loop) with sample_weight, max_weight = 4, "
           "n = 21, epsilon = 2", "row 0 x = 1, weight 4 = max_weight, label flip; 20 rows x = 0, weights 1 and 0",
           lambda: weighted_svm(21, 2.0, 4.0), 3000, slow=True),
