@@ -148,9 +148,9 @@ def balanced_block_rows(n_rows: int) -> int:
     """Rows per block of a pass whose result does not depend on its blocks (a copy, a rewrite in
     place, integer counts): at most :data:`BLOCK_ROWS`, in a multiple of :data:`THREADS` blocks of
     equal size, so that no thread is left with a block more than the others at the end of the pass
-    (blocks of :data:`BLOCK_ROWS` split ``5 10^4`` rows into three full blocks and one of 848 rows: on
-    2 threads, one did two full blocks while the other waited). A pass that sums floats keeps the
-    blocks of :data:`BLOCK_ROWS`, whose order of summation its value depends on."""
+    (blocks of :data:`BLOCK_ROWS` may leave one thread two full blocks while another has one and a
+    short one). A pass that sums floats keeps the blocks of :data:`BLOCK_ROWS`, whose order of
+    summation its value depends on."""
     rounds = max(1, -(-n_rows // (BLOCK_ROWS * THREADS)))
     return max(1, -(-n_rows // (rounds * THREADS)))
 
@@ -280,9 +280,9 @@ def one_blas_thread_each() -> Iterator[None]:
     passes run on more than one thread of their own (:data:`THREADS`): those threads already
     occupy every CPU, and a BLAS that starts its own threads in each of them oversubscribes the
     CPUs. OpenBLAS's threads wait for work by spinning, so each of the thousands of small
-    products of a Hessian pass (:func:`loss_derivatives`) then waited on the others: the pass
-    took 2.3 times as long at ``n = 10^6``, ``p = 101`` on 2 CPUs. The limit is the process's
-    while the block runs, and restored after."""
+    products of a Hessian pass (:func:`loss_derivatives`) then waited on the others (the Newton
+    rows of ``benchmarks/results/engine.md`` and the Hessian passes of ``scale_dask.md`` measure
+    the pass). The limit is the process's while the block runs, and restored after."""
     if THREADS == 1:
         yield
         return
