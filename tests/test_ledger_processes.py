@@ -106,9 +106,14 @@ def _search_then_scores(way, n_jobs, backend, error_score):
 @pytest.mark.parametrize("backend, error_score", [("loky", "raise"), ("multiprocessing", np.nan), ("threading", "raise")])
 @pytest.mark.parametrize("way", ["with", "set_accountant", "default", "explicit"])
 def test_parallel_search_records_and_refuses_exactly_as_sequential(way, backend, error_score):
+    """The same refusals, and the same records up to the fits already running in the other worker
+    when a raised refusal aborts the search (loky, threading): such a fit finishes within the
+    budget and is recorded, as it spent it; scored refusals (every fit runs) record exactly the same."""
     sequential = _search_then_scores(way, 1, backend, error_score)
     parallel = _search_then_scores(way, 2, backend, error_score)
-    assert parallel == sequential
+    assert parallel[1] == sequential[1]
+    in_flight = 1 if error_score == "raise" else 0  # n_jobs - 1 fits may be running at the abort
+    assert sequential[0] <= parallel[0] <= sequential[0] + in_flight
     if way == "default":
         assert sequential == (10 + 3, [False, False])
     else:  # refused in the search (at the refit when refusals are scored), and in the cross-validation
