@@ -117,6 +117,21 @@ def test_kernel_takes_its_noise_from_gaussian_noise(monkeypatch):
     np.testing.assert_array_equal(noisy, quiet)
 
 
+@pytest.mark.parametrize("std", [2.5, np.linspace(0.1, 3.0, 40)[:, None], np.linspace(0.0, 1.0, 7), 0.0])
+def test_gaussian_noise_draws_numpys_normal_bit_for_bit(std):
+    # Scaled standard normals: the numbers rng.normal(0, std) draws, whatever the shape of std.
+    drawn = noise.gaussian_noise(np.random.default_rng(3), std, (40, 7))
+    expected = np.random.default_rng(3).normal(0.0, std, size=(40, 7))
+    np.testing.assert_array_equal(drawn.view(np.int64), expected.view(np.int64))  # zeros' signs too
+    assert drawn.shape == (40, 7) and drawn.dtype == np.float64
+
+
+@pytest.mark.parametrize("std", [-1.0, np.array([[1.0], [-0.5]]), np.nan, np.inf])
+def test_gaussian_noise_refuses_a_standard_deviation_that_is_not_finite_and_non_negative(std):
+    with pytest.raises(ValueError, match="standard deviation"):
+        noise.gaussian_noise(np.random.default_rng(0), std, (2, 3))
+
+
 @pytest.mark.parametrize("order, sizes", [(np.array([0, 1, 5]), [1, 1, 1]), (np.arange(3), [2, 2])])
 def test_kernel_refuses_rows_it_cannot_read(order, sizes):
     X, y = data(LogisticLoss(), n=3)

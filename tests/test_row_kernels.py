@@ -236,6 +236,66 @@ def test_hessian_passes_run_blas_on_one_thread_each_and_restore_it(monkeypatch):
     assert seen and all(threads == before for threads in seen)
 
 
+class _RecordingBlas:
+    """A stand-in for threadpoolctl's controller: the BLAS thread count as its limits set it
+    (OpenBLAS's own count, read back from a thread other than the one that set it, is not
+    reliable enough to test the sharing of the limit on)."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+
+    def limit(self, limits: int, user_api: str):
+        blas, found = self, self.threads
+
+        class Limiter:
+            def restore_original_limits(self) -> None:
+                blas.threads = found
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc) -> None:
+                self.restore_original_limits()
+
+        self.threads = limits
+        return Limiter()
+
+
+def test_blas_limit_of_overlapping_blocks_in_threads_lasts_until_the_last_closes(monkeypatch):
+    """Two fits' Hessian passes in two threads: the first block to close leaves BLAS on one thread
+    for the other, still open, and the last to close restores the setting from before the first
+    opened (not the limit it found on entry)."""
+    monkeypatch.setattr(fused, "THREADS", 2)
+    blas = _RecordingBlas(threads=2)
+    monkeypatch.setitem(fused._BLAS, "controller", blas)
+    opened = [threading.Event(), threading.Event()]
+    close = [threading.Event(), threading.Event()]
+    closed = [threading.Event(), threading.Event()]
+
+    def hold(k: int) -> None:
+        with fused.one_blas_thread_each():
+            opened[k].set()
+            close[k].wait(10)
+        closed[k].set()
+
+    threads = [threading.Thread(target=hold, args=(k,)) for k in (0, 1)]
+    threads[0].start()
+    assert opened[0].wait(10)
+    threads[1].start()
+    assert opened[1].wait(10)
+    assert blas.threads == 1
+    close[0].set()
+    assert closed[0].wait(10)
+    assert blas.threads == 1  # the second block is still open
+    close[1].set()
+    for thread in threads:
+        thread.join(10)
+    assert blas.threads == 2 and fused._BLAS["holders"] == 0
+    with fused.one_blas_thread_each():  # and the next block limits it again
+        assert blas.threads == 1
+    assert blas.threads == 2
+
+
 @pytest.mark.parametrize("n", [0, 1, 6, 7])
 def test_gathers_counts_are_the_histograms_of_the_finite_rows_it_writes(n):
     """The gather counts its rows two at a time: the same integers for an odd or even number of

@@ -269,9 +269,13 @@ def sparse_scaled_gram(rows, factors: np.ndarray, intercept: float | None = None
                                       0.0 if intercept is None else float(intercept), intercept is not None)
 
 
-_BLAS = {}
-"""``{"controller": threadpoolctl.ThreadpoolController()}``, made at first use (it inspects the
-libraries the process has loaded, about 15 ms)."""
+_BLAS = {"holders": 0}
+"""The state of :func:`one_blas_thread_each`: ``"controller"``, a ``threadpoolctl.ThreadpoolController()``
+made at first use (it inspects the libraries the process has loaded, about 15 ms); ``"holders"``,
+the blocks open in any thread; ``"limiter"``, the limit they share while one is open."""
+
+_BLAS_LOCK = threading.Lock()
+"""Guards :data:`_BLAS`: blocks of fits in several threads open and close in any order."""
 
 
 @contextmanager
@@ -282,15 +286,28 @@ def one_blas_thread_each() -> Iterator[None]:
     CPUs. OpenBLAS's threads wait for work by spinning, so each of the thousands of small
     products of a Hessian pass (:func:`loss_derivatives`) then waited on the others (the Newton
     rows of ``benchmarks/results/engine.md`` and the Hessian passes of ``scale_dask.md`` measure
-    the pass). The limit is the process's while the block runs, and restored after."""
+    the pass).
+
+    The limit is the process's, so blocks open in several threads at once (fits run in threads)
+    share one: the first to open sets it and the last to close restores the setting the first
+    found. Each block restoring what it found on entry would let the first to close give BLAS its
+    threads back under the others, and the last restore the limit itself."""
     if THREADS == 1:
         yield
         return
-    controller = _BLAS.get("controller")
-    if controller is None:
-        controller = _BLAS["controller"] = ThreadpoolController()
-    with controller.limit(limits=1, user_api="blas"):
+    with _BLAS_LOCK:
+        if _BLAS["holders"] == 0:
+            if "controller" not in _BLAS:
+                _BLAS["controller"] = ThreadpoolController()
+            _BLAS["limiter"] = _BLAS["controller"].limit(limits=1, user_api="blas")
+        _BLAS["holders"] += 1
+    try:
         yield
+    finally:
+        with _BLAS_LOCK:
+            _BLAS["holders"] -= 1
+            if _BLAS["holders"] == 0:
+                _BLAS.pop("limiter").restore_original_limits()
 
 
 LOGISTIC_LOSS = _blocks.LOGISTIC_LOSS

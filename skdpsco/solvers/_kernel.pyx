@@ -32,6 +32,7 @@ from libc.string cimport memcpy, memmove
 
 from .._orders cimport count_row_orders, order_bins
 from .._prefetch cimport prefetch_row as _prefetch_row
+from .._vectors cimport axpy_squares as _axpy_squares
 from .._vectors cimport dot as _dot
 
 import numpy as np
@@ -328,6 +329,7 @@ def run_steps(
     cdef Py_ssize_t T = steps.shape[0], n_order = order.shape[0] if order.shape[0] else X.shape[0]
     cdef Py_ssize_t t, i, row, noise_row = 0, B, end
     cdef double eta, c, z, norm2
+    cdef const double *last  # the last vector the step adds to w, c times
     cdef double *wp = &w[0]
     cdef double *gp = &gradient[0]
     cdef double *tp = &total[0]
@@ -352,7 +354,7 @@ def run_steps(
                 c = -eta * _row_derivative(code, z, yp, cp, row, a)
                 if l2_penalty != 0.0:
                     _scale(1.0 - eta * l2_penalty, wp, p)
-                _axpy(c, Xp + row * p, wp, p)
+                last = Xp + row * p
             else:
                 for i in range(p):
                     gp[i] = 0.0
@@ -364,14 +366,19 @@ def run_steps(
                     _axpy(_row_derivative(code, z, yp, cp, row, a) / B, Xp + row * p, gp, p)
                 if l2_penalty != 0.0:
                     _axpy(l2_penalty, wp, gp, p)
-                _axpy(-eta, gp, wp, p)
+                c = -eta
+                last = gp
             if noisy[t]:
-                _axpy(-eta, &noise[noise_row, 0], wp, p)
+                _axpy(c, last, wp, p)
+                c = -eta
+                last = &noise[noise_row, 0]
                 noise_row += 1
-            if radius > 0.0:
-                norm2 = _dot(wp, wp, p)
+            if radius > 0.0:  # the projection reads the norm of the step's last update
+                norm2 = _axpy_squares(c, last, wp, p)
                 if norm2 > radius * radius:
                     _scale(radius / sqrt(norm2), wp, p)
+            else:
+                _axpy(c, last, wp, p)
             start = end
     return start
 
