@@ -2,7 +2,8 @@
 
 ``python -m benchmarks.engine [--quick]`` writes ``benchmarks/results/engine.md`` (and ``.json``);
 ``--sizes 1e5x20 5e4x1000`` and ``--only unscaled`` (any of :data:`PARTS`) measure just those
-cells and ratios, into ``engine_cells.md`` (the full table is left as it is); ``--floor 8192``
+cells and ratios, into ``engine_cells.md`` (``engine_cells_unscaled.md`` with ``--only``: runs of
+other parts keep their files; the full table is left as it is); ``--floor 8192``
 times the fits with the least moment rows set to a candidate floor (:func:`moment_floor`; into
 ``engine_cells_floor8192.md``), ``--moment-rows 1024`` with the releases over exactly that
 many rows (``engine_cells_rows1024.md``). For each size (n, d) and each kind of rows, in the same
@@ -260,7 +261,8 @@ def main(argv=None) -> None:
     floor = args.floor if args.moment_rows is None else args.moment_rows
     suffix = "" if floor is None else f"_floor{floor}" if args.moment_rows is None else f"_rows{floor}"
     cells = args.sizes is not None or set(args.only) != set(PARTS) or floor is not None
-    name = f"engine_cells{suffix}" if cells else _name(mode)
+    parts = "" if set(args.only) == set(PARTS) else "_" + "_".join(sorted(args.only))
+    name = f"engine_cells{suffix}{parts}" if cells else _name(mode)  # runs of other parts keep their files
     command = " ".join(["python -m benchmarks.engine", *(argv if argv is not None else sys.argv[1:])])
     started = time.perf_counter()
     records = []
