@@ -630,8 +630,13 @@ def test_a_non_finite_row_among_those_gathered_late_is_refused_before_the_charge
     X = np.random.default_rng(0).normal(size=(2000, 3))
     X[1234, 2] = np.nan  # not among the first 500 rows of this seed's order: the check of X finds it
     counted = []
-    original = fused_rows.count_non_finite
-    monkeypatch.setattr(fused_rows, "count_non_finite", lambda rows: counted.append(original(rows)) or counted[-1])
+    original = fused_rows.start_count_non_finite
+
+    def start_count(rows):
+        count = original(rows)
+        return lambda: counted.append(count()) or counted[-1]
+
+    monkeypatch.setattr(fused_rows, "start_count_non_finite", start_count)
     accountant = PrivacyAccountant()
     with pytest.raises(ValueError, match="NaN"):
         DPLogisticRegression(classes=[0, 1], accountant=accountant, random_state=0).fit(X, np.arange(2000) % 2)

@@ -52,6 +52,15 @@ from .. import rows as fused_rows
 from . import _bounds, _scaling
 
 
+def _copies_head_only(X, moment_rows: int, row_bound: bool) -> bool:
+    """Whether a fit copies only the first ``moment_rows`` rows of its order before anything is
+    charged (the rows the feature scaling's releases read) and gathers the others already scaled
+    after the releases: in-memory rows the compiled kernels read (:func:`skdpsco.rows.fused_layout`),
+    releases over fewer rows than ``n`` and no released row bound. Public: the layout, ``n`` and
+    the plan."""
+    return moment_rows < X.shape[0] and not row_bound and fused_rows.fused_layout(X)
+
+
 def _label_indices(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
     """The index of each label of ``y`` in the sorted ``classes``: one binary search a label and
     one comparison with the label found (no sort of ``y``). A label outside ``classes``, or of a
@@ -573,14 +582,21 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         if dask_input:  # a lazy map of the row blocks, read in the order of its blocks
             rows = clip_rows(X, bound)
         else:
+            moment_rows = n_samples
+            if self._scales_features:
+                scaling = self._plan_scaling(n_samples, n_features, row_bound, secure, subsample_moments=True)
+                moment_rows = scaling.moment_rows
+            # the check of the rows a copy of the head does not read runs while the order is drawn
+            non_finite = (fused_rows.start_count_non_finite(X) if _copies_head_only(X, moment_rows, row_bound)
+                          else None)
             order = order_rng.permutation(n_samples)
             # the targets and weights put in that order before the copy of the rows is made (a
             # fit's peak memory is the copy and one vector of n, not two)
             targets = targets[order]
             weights = None if weights is None else weights[order]
             rows, counted, pending = self._gathered(X, order, bound, None if late_intercept else fill, row_bound,
-                                                    secure, spare_column=late_intercept and fill is not None
-                                                    and not implicit_intercept)
+                                                    moment_rows, non_finite, spare_column=late_intercept
+                                                    and fill is not None and not implicit_intercept)
             order = None  # the rows, targets and weights are in their order: not held through the fit
         del X
         tasks = self._tasks(targets)
@@ -938,28 +954,28 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             share += _scaling.SCALING_SHARE + (_scaling.MAGNITUDE_SHARE if magnitudes else 0.0)
         return share
 
-    def _gathered(self, X, order: np.ndarray, bound: float, fill: float | None, row_bound: bool, secure: bool,
-                  spare_column: bool = False) -> tuple:
+    def _gathered(self, X, order: np.ndarray, bound: float, fill: float | None, row_bound: bool, moment_rows: int,
+                  non_finite=None, spare_column: bool = False) -> tuple:
         """``(rows, counts, pending)``: the fit's copy of the in-memory rows ``X[order]`` clipped to
         ``bound`` (:func:`~skdpsco.solvers._core.clipped_rows_in_order`), with the histograms of
         the orders of magnitude the scaling releases (``None`` when it does not, or when the
         gather did not count them), before anything is charged. Every row is checked finite.
 
         With the feature scaling, the releases read only the first
-        :attr:`~._scaling.ScalingPlan.moment_rows` ``m`` rows of the order. When ``X`` is what the
-        compiled kernels read and ``m < n`` (public: the layout, ``n`` and the plan), only those are
-        copied now; the others are read once ``X`` is checked finite, and ``pending = (X, order[m:],
-        bound, fill)`` says so: they are gathered already scaled once the releases are known
-        (:meth:`~._scaling._FusedPasses.standardise`), one pass over them instead of a copy and a
-        rewrite. Else ``pending`` is ``None``. ``spare_column``: a CSR copy keeps a slot per row for
-        the intercept column (:func:`~skdpsco.solvers._core.clipped_rows_in_order`)."""
+        :attr:`~._scaling.ScalingPlan.moment_rows` ``m`` rows of the order (``moment_rows``; ``n``
+        without the scaling). When only those are copied now (:func:`_copies_head_only`), the
+        others are read once ``X`` is checked finite (``non_finite``, the count of
+        :func:`skdpsco.rows.start_count_non_finite` started while the order was drawn, or started
+        here), and ``pending = (X, order[m:], bound, fill)`` says so: they are gathered already
+        scaled once the releases are known (:meth:`~._scaling._FusedPasses.standardise`), one pass
+        over them instead of a copy and a rewrite. Else ``pending`` is ``None``. ``spare_column``:
+        a CSR copy keeps a slot per row for the intercept column
+        (:func:`~skdpsco.solvers._core.clipped_rows_in_order`)."""
         n_samples, n_features = X.shape
         counting = self._scales_features and self._data_norm is None and not row_bound
         magnitude_range = _scaling.MAGNITUDE_RANGE if counting else None
-        m = n_samples
-        if self._scales_features:
-            m = self._plan_scaling(n_samples, n_features, row_bound, secure, subsample_moments=True).moment_rows
-        if not (m < n_samples and not row_bound and fused_rows.fused_layout(X)):
+        m = moment_rows
+        if not _copies_head_only(X, m, row_bound):
             gathered = clipped_rows_in_order(X, order, bound, fill=fill,
                                              magnitude_range=magnitude_range if m == n_samples else None,
                                              spare_column=spare_column)
@@ -969,7 +985,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         gathered = clipped_rows_in_order(X, order[:m], bound, fill=fill, magnitude_range=magnitude_range,
                                          out=rows[:m])
         counts = gathered[1] if counting else None
-        if fused_rows.count_non_finite(X):
+        if (non_finite or fused_rows.start_count_non_finite(X))():
             _refuse_non_finite()
         return rows, counts, (X, order[m:].copy(), bound, fill)  # a copy: the whole order is not held
 

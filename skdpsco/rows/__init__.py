@@ -45,6 +45,7 @@ __all__ = [
     "THREADS",
     "centred_square_sums",
     "count_non_finite",
+    "start_count_non_finite",
     "divide_clip_and_standardise",
     "divide_clip_and_sum",
     "fused_layout",
@@ -252,7 +253,25 @@ def gather_standardised(X: np.ndarray, order: np.ndarray, out: np.ndarray, scale
 def count_non_finite(X: np.ndarray) -> int:
     """The number of NaN or infinite entries of a C-contiguous float64 ``X``: one read, in blocks
     over :data:`THREADS` threads."""
-    return int(sum(_over_blocks(_blocks.count_non_finite, X, balanced=True)))
+    return start_count_non_finite(X)()
+
+
+def start_count_non_finite(X: np.ndarray) -> Callable[[], int]:
+    """:func:`count_non_finite` started on the threads of :func:`shared_threads` without waiting (run
+    here outside one): the returned function waits for the count and returns it. A fit starts it
+    before work that does not read ``X`` (drawing its order, copying the rows the scaling reads),
+    so that the check overlaps that work, and reads it before anything is charged."""
+    block_rows = balanced_block_rows(X.shape[0])
+
+    def count(start: int) -> int:
+        return _blocks.count_non_finite(X[start:start + block_rows])
+
+    pool = getattr(_THIS_THREAD, "pool", None)
+    if pool is None:
+        total = int(sum(map_blocks(count, X.shape[0], block_rows)))
+        return lambda: total
+    counts = [pool.submit(count, start) for start in range(0, X.shape[0], block_rows)]
+    return lambda: int(sum(part.result() for part in counts))
 
 
 def sparse_scaled_gram(rows, factors: np.ndarray, intercept: float | None = None) -> np.ndarray:
