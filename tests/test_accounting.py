@@ -118,6 +118,14 @@ def test_calibration_rejects_bad_epsilon(bad):
         calibrate_zcdp_rho(bad, 1e-5)
 
 
+def test_calibration_that_no_noise_level_meets_raises_unreachable_budget_with_its_target():
+    # A release spending epsilon=1 whatever the noise: never private at epsilon=0.5.
+    never = lambda x: dp_accounting.ComposedDpEvent([gaussian_event(x, 1.0), gaussian_event(1.0, 1.0)])  # noqa: E731
+    with pytest.raises(accounting.UnreachableBudgetError, match="epsilon=0.5") as caught:
+        calibrate_noise(never, 0.5, 1e-5)
+    assert isinstance(caught.value, ValueError) and (caught.value.epsilon, caught.value.delta) == (0.5, 1e-5)
+
+
 # -- amplification by iteration ---------------------------------------------------------------------
 
 

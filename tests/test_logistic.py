@@ -305,3 +305,19 @@ def test_default_radius_grows_with_the_standardised_features(binary_data):
     assert DPLogisticRegression(feature_scaling=None, **common).fit(X, y).radius_ == 10.0
     assert DPLogisticRegression(radius=3.0, **common).fit(X, y).radius_ == 3.0
     assert DPHingeSVM(**common).fit(X, y).radius_ == 10.0
+
+
+@pytest.mark.parametrize("estimator", [DPLogisticRegression, DPHingeSVM])
+@pytest.mark.parametrize("epsilon", [1e-6, 1e-12])
+def test_a_budget_no_noise_level_meets_is_refused_by_name_before_the_charge(estimator, epsilon):
+    """A valid but tiny epsilon beside delta: every release is calibrated to a share of epsilon at
+    the whole delta, and their composition cannot get below epsilon. The error names epsilon and
+    delta and the fix; nothing is charged and nothing fitted."""
+    X, y = load_breast_cancer(return_X_y=True)
+    accountant = PrivacyAccountant()
+    model = estimator(epsilon=epsilon, delta=1e-5, classes=[0, 1], random_state=0, accountant=accountant)
+    with pytest.raises(ValueError, match=rf"epsilon={epsilon!r} with delta=1e-05 is too small.*larger epsilon"):
+        model.fit(X, y)
+    assert not accountant.history
+    with pytest.raises(NotFittedError):
+        model.predict(X)

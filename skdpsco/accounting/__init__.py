@@ -22,7 +22,7 @@ details (the sensitivity convention in ``_events``, the choice of accountant in 
 """
 
 # The private names below are read by tests and benchmarks through ``skdpsco.accounting``.
-from ._calibration import calibrate_noise, calibrate_zcdp_rho, gaussian_noise_multiplier
+from ._calibration import UnreachableBudgetError, calibrate_noise, calibrate_zcdp_rho, gaussian_noise_multiplier
 from ._conversion import (
     _MIXTURE_BINS,
     _RDP_ORDERS,
@@ -69,6 +69,7 @@ from ._ledger import (
 
 __all__ = [
     "NEIGHBORING_RELATION",
+    "UnreachableBudgetError",
     "AccountingError",
     "exact_gaussian_epsilon",
     "exact_randomized_response_epsilon",

@@ -33,6 +33,17 @@ def _bisect_feasible(
     return feasible
 
 
+class UnreachableBudgetError(ValueError):
+    """No noise parameter up to the calibration's largest (``1e12``) meets the target: the event is
+    not private at ``(epsilon, delta)``, or only with noise beyond that (a budget whose epsilon is
+    tiny beside its delta). ``epsilon`` and ``delta``: the target."""
+
+    def __init__(self, epsilon: float, delta: float):
+        super().__init__(f"No noise level meets the target privacy (epsilon={epsilon!r}, delta={delta!r}); "
+                         "the event is not private.")
+        self.epsilon, self.delta = epsilon, delta
+
+
 def calibrate_noise(
     make_event: Callable[[float], dp_accounting.DpEvent],
     epsilon: float,
@@ -46,7 +57,7 @@ def calibrate_noise(
     ``make_event(x)`` must be private for large ``x`` and its epsilon non-increasing in ``x``
     (more noise, less privacy loss). The returned ``x`` always satisfies
     ``epsilon_of(make_event(x), delta) <= epsilon`` and is within ``rtol`` (relative) of the
-    smallest such value.
+    smallest such value; :class:`UnreachableBudgetError` when no ``x`` up to ``1e12`` does.
     """
     _check_epsilon(epsilon)
     _check_delta(delta)
@@ -58,7 +69,7 @@ def calibrate_noise(
     while not meets(hi):
         hi *= 2.0
         if hi > 1e12:
-            raise ValueError("No noise level meets the target privacy; the event is not private.")
+            raise UnreachableBudgetError(epsilon, delta)
     lo = hi / 2.0
     while meets(lo):
         hi, lo = lo, lo / 2.0

@@ -31,6 +31,7 @@ from ..defaults import classifier_radius
 from ..smoothing import default_smoothing_width, smooth
 from ..accounting import (
     PrivacyAccountant,
+    UnreachableBudgetError,
     calibrate_noise,
     calibrate_zcdp_rho,
     epsilon_of,
@@ -178,6 +179,18 @@ def _same_param(a, b) -> bool:
         return bool(np.all(a == b)) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else bool(a == b)
     except (TypeError, ValueError):
         return a is b
+
+
+def unreachable_budget_message(epsilon: float, delta: float) -> str:
+    """Text of the error of a fit whose budget no noise level meets (:class:`UnreachableBudgetError`
+    from one of its calibrations): each release is calibrated to a share of ``epsilon`` at the
+    whole ``delta``, and the composition cannot get below ``epsilon`` where it is tiny beside
+    ``delta``, or needs noise beyond the calibration's range where ``epsilon`` is tiny itself."""
+    return (
+        f"epsilon={epsilon!r} with delta={delta!r} is too small for this fit: no noise level of its releases "
+        "meets that budget (each is calibrated to a share of epsilon at the whole delta). Pass a larger "
+        "epsilon; where epsilon is below delta, a smaller delta may also do."
+    )
 
 
 def _composed(event, count: int):
@@ -341,6 +354,9 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         try:
             with fused_rows.shared_threads():  # one pool of threads for every pass of the fit
                 self._fit_steps(X, y, sample_weight)
+        except UnreachableBudgetError as error:  # planned from public quantities, before any charge
+            self._discard_fitted_state()
+            raise ValueError(unreachable_budget_message(self.epsilon, error.delta)) from None
         except BaseException:
             self._discard_fitted_state()
             raise
@@ -1053,9 +1069,12 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
     def _task_epsilon_guess(self, n_samples: int, n_tasks: int, releases_share: float, as_zcdp: bool = False) -> float:
         """The per-task epsilon if every release is Gaussian: the epsilon of one task's share of
         ``mu**2`` (:meth:`_budget_mu`; exact then, and used as it is; where the calibration
-        starts otherwise)."""
+        starts otherwise). A share whose Gaussian is ``(0, delta)``-DP by itself (a budget whose
+        ``epsilon`` is tiny beside its ``delta``) has no epsilon to start from: the calibration
+        then starts from an even split of ``epsilon`` over the tasks."""
         mu = self._budget_mu(n_samples, as_zcdp)
-        return exact_gaussian_epsilon(mu * math.sqrt((1.0 - releases_share) / n_tasks), self._delta_for(n_samples))
+        guess = exact_gaussian_epsilon(mu * math.sqrt((1.0 - releases_share) / n_tasks), self._delta_for(n_samples))
+        return guess if guess > 0 else float(self.epsilon) / n_tasks
 
     def _standardise(self, passes, scaling, rng: np.random.Generator, sums: np.ndarray | None = None) -> tuple:
         """Release the rows' orders of magnitude when there is no public ``data_norm``, divide
