@@ -310,7 +310,10 @@ def one_blas_thread_each() -> Iterator[None]:
     The limit is the process's, so blocks open in several threads at once (fits run in threads)
     share one: the first to open sets it and the last to close restores the setting the first
     found. Each block restoring what it found on entry would let the first to close give BLAS its
-    threads back under the others, and the last restore the limit itself."""
+    threads back under the others, and the last restore the limit itself. OpenBLAS may not apply
+    a limit set from a thread other than the main one once the main thread has set one (its
+    thread count then reads as before), so a fit run in another thread may keep BLAS's own
+    threads: a matter of speed, never of the values."""
     if THREADS == 1:
         yield
         return
