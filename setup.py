@@ -30,6 +30,12 @@ extensions = [
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     ),
     Extension(
+        "skdpsco.rows._maps",
+        ["skdpsco/rows/_maps.pyx"],
+        extra_compile_args=KERNEL_FLAGS,
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    ),
+    Extension(
         "skdpsco._osrandom",
         ["skdpsco/_osrandom.pyx"],
         include_dirs=[numpy.get_include()],

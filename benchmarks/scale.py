@@ -370,9 +370,9 @@ def block_costs(path: Path) -> dict:
     from zarr.codecs import BloscCodec, ZstdCodec
 
     from skdpsco import _dask
-    from skdpsco.linear_model._scaling import divide_by_powers_of_two, standardised
     from skdpsco.losses import LogisticLoss
-    from skdpsco.solvers._core import clip_rows, summed_loss_gradient
+    from skdpsco.rows import DENSE
+    from skdpsco.solvers._core import summed_loss_gradient
     from skdpsco.solvers.newton import summed_loss_derivatives
 
     source = zarr.open_array(str(path / "X.zarr"), mode="r")
@@ -403,8 +403,8 @@ def block_costs(path: Path) -> dict:
     d = raw.shape[1]
     y = np.where(np.arange(raw.shape[0]) % 2 == 0, 1.0, -1.0)
     bound = 0.5 * np.sqrt(d)  # the maps of a default fit, with plausible released values
-    maps = ((clip_rows, (np.inf,)), (divide_by_powers_of_two, (np.full(d, 4.0),)), (clip_rows, (bound,)),
-            (standardised, (np.zeros(d), np.full(d, 0.25), 0.25 * np.sqrt(d))))
+    maps = ((DENSE.clip_rows, (np.inf,)), (DENSE.divide_by_powers_of_two, (np.full(d, 4.0),)), (DENSE.clip_rows, (bound,)),
+            (DENSE.standardised, (np.zeros(d), np.full(d, 0.25), 0.25 * np.sqrt(d))))
     X = _dask.Rows(da_from(raw), maps).with_constant_column(bound)
     w, loss = np.full(d + 1, 0.01), LogisticLoss()
 

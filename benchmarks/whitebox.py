@@ -732,14 +732,16 @@ def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_
     before their squares are summed, the standardised rows the solver reads (clipped to
     ``clip_factor * C``, still divided by ``C``), and ``DPPCA``'s clips to ``data_norm``.
     """
-    from skdpsco import decomposition
-    from skdpsco import rows as fused_rows
-    from skdpsco.linear_model import _base, _bounds, _scaling
+    from skdpsco import rows
+    from skdpsco.linear_model import _bounds, _scaling
+    from skdpsco.rows import _dense, _fused
 
     patched = {}
     if clip_factor != 1.0:
-        clip, gather, standardise = _base.clip_rows, _base.clipped_rows_in_order, _scaling.standardise_rows
-        fused = {name: getattr(fused_rows, name) for name in ("divide_clip_and_sum", "centred_square_sums", "standardise")}
+        clip, standardise = _dense.clip_rows, _dense.standardise_rows
+        gathers = {layout: layout.clipped_rows_in_order for layout in (rows.DENSE, rows.CSR)}
+        sparse_clip = rows.CSR.clip_rows
+        fused = {name: getattr(_fused, name) for name in ("divide_clip_and_sum", "centred_square_sums", "standardise")}
 
         def loose_standardise(rows, mean, scale, clip_norm):
             standardise(rows, mean, scale, clip_factor * clip_norm)
@@ -749,21 +751,31 @@ def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_
             fused["standardise"](rows, n_features, mean, scale, clip_factor * clip_norm)
             rows[:, :n_features] *= clip_factor
 
+        def loose_gather(layout):
+            return lambda X, order, max_norm, fill=None, **counting: gathers[layout](
+                X, order, clip_factor * max_norm, fill, **counting)
+
+        def loose_clip(X, max_norm, out=None):
+            return clip(X, clip_factor * max_norm, out=out)
+
+        # every clip of the rows' layouts (:mod:`skdpsco.rows`): the layouts' methods, which the
+        # estimators, the passes (the centred squares' clip too) and DPPCA call, and the dense
+        # standardisation, each loosened once
         patched = {
-            (_base, "clip_rows"): lambda X, max_norm, out=None: clip(X, clip_factor * max_norm, out=out),
-            (_base, "clipped_rows_in_order"): lambda X, order, max_norm, fill=None, **counting: gather(
-                X, order, clip_factor * max_norm, fill, **counting),
-            (_scaling, "standardise_rows"): loose_standardise,
-            # the in-memory rows' fused passes (:mod:`skdpsco.rows`): the same clips, loosened
-            (fused_rows, "divide_clip_and_sum"): lambda rows, d, scales, bound: fused["divide_clip_and_sum"](
+            (rows.DENSE, "clip_rows"): loose_clip,
+            (rows.CSR, "clip_rows"): lambda X, max_norm, out=None: sparse_clip(X, clip_factor * max_norm, out=out),
+            (rows.DENSE, "clipped_rows_in_order"): loose_gather(rows.DENSE),
+            (rows.CSR, "clipped_rows_in_order"): loose_gather(rows.CSR),
+            (_dense, "standardise_rows"): loose_standardise,
+            # the in-memory rows' fused passes (:mod:`skdpsco.rows._fused`): the same clips, loosened
+            (_fused, "divide_clip_and_sum"): lambda rows, d, scales, bound: fused["divide_clip_and_sum"](
                 rows, d, scales, clip_factor * bound),
-            (fused_rows, "centred_square_sums"): lambda rows, d, mean, clip: fused["centred_square_sums"](
+            (_fused, "centred_square_sums"): lambda rows, d, mean, clip: fused["centred_square_sums"](
                 rows, d, mean, clip_factor * clip),
-            (fused_rows, "standardise"): loose_fused_standardise,
-            (_scaling, "clip_rows"): lambda X, max_norm, out=None: clip(X, clip_factor * max_norm, out=out),
-            (decomposition, "clip_rows"): lambda X, max_norm, out=None: clip(X, clip_factor * max_norm, out=out),
+            (_fused, "standardise"): loose_fused_standardise,
         }
-    originals = {key: getattr(*key) for key in patched}
+    # an instance attribute shadows its class's method: restored by deleting it (``None``), not by setting it
+    originals = {key: key[0].__dict__.get(key[1]) for key in patched}
     scaling_release, bound_release = _scaling.release_noise, _bounds.release_noise
     with observed(replay=replay, noise_factor=noise_factor) as observation:
         _scaling.release_noise = _bounds.release_noise = _noise.release_noise  # the hook
@@ -773,8 +785,11 @@ def observed_scaled(replay: list | None = None, noise_factor: float = 1.0, clip_
             yield observation
         finally:
             _scaling.release_noise, _bounds.release_noise = scaling_release, bound_release
-            for (module, name), value in originals.items():
-                setattr(module, name, value)
+            for (owner, name), value in originals.items():
+                if value is None:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, value)
 
 
 def scaling_events(event) -> list:
@@ -862,13 +877,14 @@ def scaling_release_run(X, seed, data_norm, pure, epsilon):
     """One scaled fit's scaling releases on ``X`` (the estimator's own methods), returning the
     plan's event and the released feature scales."""
     from skdpsco import DPLogisticRegression
-    from skdpsco.linear_model import _base, _scaling
+    from skdpsco.linear_model import _scaling
+    from skdpsco.rows import DENSE
 
     model = DPLogisticRegression(epsilon=epsilon, delta=0.0 if pure else DELTA, data_norm=data_norm)
     n, d = X.shape
     plan = model._plan_scaling(n, d)
     norm = model._data_norm
-    rows = _base.clipped_rows_in_order(X, np.arange(n), np.inf if norm is None else norm, fill=model._solver_data_norm)
+    rows = DENSE.clipped_rows_in_order(X, np.arange(n), np.inf if norm is None else norm, fill=model._solver_data_norm)
     feature_scales, *_ = model._standardise(_scaling.feature_passes(rows, d), plan, np.random.default_rng(seed))
     return plan.dp_event, feature_scales
 

@@ -1,8 +1,10 @@
 """Dask collections in ``fit``: the data-dependent work as per-block sums.
 
-Imported only when ``fit`` receives a Dask collection (:func:`skdpsco.solvers._core.is_dask`,
-duck-typed, never imports Dask): Dask is an optional extra (``pip install skdpsco[dask]``) that
-the core package never imports.
+Imported only when ``fit`` receives a Dask collection (:func:`skdpsco.rows.is_lazy`, duck-typed,
+never imports Dask): Dask is an optional extra (``pip install skdpsco[dask]``) that the core
+package never imports. Imported, it registers :data:`LAYOUT`, the Dask layout of the rows
+(:func:`skdpsco.rows.layout_of`): the third implementation of the row source, beside the dense and
+the CSR layouts of :mod:`skdpsco.rows`, with the same methods.
 
 The data flow is the in-memory one, with the rows as :class:`Rows`: the source blocks (a Dask
 array split in row blocks, in its own dtype: a zarr store, a file) and the per-row maps of ``fit``
@@ -14,7 +16,7 @@ recorded in order, nothing read until a statistic is needed:
   that runs the composed maps and the statistic together (:func:`_block_statistic`), a
   sub-block of :data:`SUB_BLOCK_ROWS` rows at a time: each sub-block is converted to float64
   once, into a buffer laid out as the in-memory rows (the intercept column last), mapped by the
-  compiled :func:`skdpsco.solvers._kernel.map_block` (the numpy maps' arithmetic entry by entry,
+  compiled :func:`skdpsco.rows._maps.map_block` (the numpy maps' arithmetic entry by entry,
   each row read once; the numpy maps themselves, in place, for what it does not compile), and
   summed while it is in cache. The partial
   results are summed into one array that reaches the client. One such sum is one pass over the
@@ -47,16 +49,19 @@ in-memory fit, while rows sorted within partitions, or by a feature, cost little
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 import dask
 import dask.array as da
 import numpy as np
 
-from .linear_model._scaling import _HALF_OCTAVE, MAGNITUDE_RANGE, divide_by_powers_of_two, standardised
-from .solvers import _kernel
-from .solvers._core import clip_rows, register_dask
+from .linear_model._scaling import _HALF_OCTAVE
+from .rows import DENSE, RowBatches, register_lazy_layout
+from .rows import _maps
+
+_COMPILED_MAPS = {"clip": DENSE.clip_rows, "divide": DENSE.divide_by_powers_of_two, "standardise": DENSE.standardised}
+"""The dense layout's per-row maps that :func:`skdpsco.rows._maps.map_block` runs compiled, as they
+are at import (a map replaced since, e.g. by a test's mutation, runs as numpy, :func:`_program`)."""
 
 __all__ = [
     "ALGORITHMS",
@@ -142,7 +147,7 @@ class Rows:
     statistic in one task per source block (:func:`_block_statistic`).
     """
 
-    is_lazy_rows = True  # recognised by :func:`skdpsco.solvers._core.is_dask`, which never imports Dask
+    is_lazy_rows = True  # recognised by :func:`skdpsco.rows.is_lazy`, which never imports Dask
     ndim = 2
 
     def __init__(self, source, maps: tuple = (), constant: float | None = None):
@@ -177,21 +182,21 @@ class Rows:
 
 def _program(maps: tuple) -> tuple | None:
     """``(codes, scalars, vectors)``: ``maps`` as the arguments of the compiled
-    :func:`skdpsco.solvers._kernel.map_block`, or ``None`` when one of them has no compiled form.
-    The division's factors are those :func:`~skdpsco.linear_model._scaling.divide_by_powers_of_two`
-    multiplies by (``2**-round(log2 s)``)."""
+    :func:`skdpsco.rows._maps.map_block`, or ``None`` when one of them has no compiled form
+    (:data:`_COMPILED_MAPS`). The division's factors are those
+    :func:`~skdpsco.rows._dense.divide_by_powers_of_two` multiplies by (``2**-round(log2 s)``)."""
     codes, scalars, vectors = [], [], []
     for function, args in maps:
-        if function is clip_rows:
-            codes.append(_kernel.CLIP_ROWS)
+        if function is _COMPILED_MAPS["clip"]:
+            codes.append(_maps.CLIP_ROWS)
             scalars.append(float(args[0]))
-        elif function is divide_by_powers_of_two:
-            codes.append(_kernel.DIVIDE_COLUMNS)
+        elif function is _COMPILED_MAPS["divide"]:
+            codes.append(_maps.DIVIDE_COLUMNS)
             scalars.append(0.0)
             vectors.append(np.ldexp(1.0, -np.rint(np.log2(args[0])).astype(np.int64)))
-        elif function is standardised:
+        elif function is _COMPILED_MAPS["standardise"]:
             mean, scale, clip_norm = args
-            codes.append(_kernel.STANDARDISE_ROWS)
+            codes.append(_maps.STANDARDISE_ROWS)
             scalars.append(float(clip_norm))
             vectors += [mean, scale]
         else:
@@ -211,7 +216,7 @@ def _transformed(raw: np.ndarray, spec: tuple, out: np.ndarray) -> np.ndarray:
     if program is not None and raw.dtype in (np.float32, np.float64) and raw.ndim == 2:
         with_constant = constant is not None
         raw = np.ascontiguousarray(raw)
-        if _kernel.map_block(raw, out, *program, 0.0 if constant is None else constant, with_constant) < 0:
+        if _maps.map_block(raw, out, *program, 0.0 if constant is None else constant, with_constant) < 0:
             return out
     features = out if constant is None else out[:, : raw.shape[1]]
     np.copyto(features, raw)
@@ -386,7 +391,7 @@ def leading_blocks(X: Rows, order: StreamOrder, n_rows: int) -> Rows:
 
 
 class RowStream:
-    """The rows of a Dask fit as a one-pass solver's row source (:class:`skdpsco.solvers._core.ArrayRows`
+    """The rows of a Dask fit as a one-pass solver's row source (:class:`skdpsco.rows.ArrayRows`
     is the in-memory one): read in the :class:`StreamOrder` ``order``, one block at a time.
 
     A block is computed where it lives, with the rows' maps of :class:`Rows` (the clip, the
@@ -452,7 +457,7 @@ class RowStream:
 
 class StreamedBatches:
     """Batches of a :class:`RowStream`: for the SGD loop of :func:`skdpsco.solvers._core.noisy_sgd_steps`,
-    :meth:`pieces`, each a :class:`~skdpsco.solvers._core.RowBatches` over rows in memory and the
+    :meth:`pieces`, each a :class:`~skdpsco.rows.RowBatches` over rows in memory and the
     slice of the steps it holds; iterating yields the batches one by one, as a ``RowBatches`` does.
 
     A piece is the batches that end inside one block (a view of it), or one batch that crosses the
@@ -467,8 +472,6 @@ class StreamedBatches:
         self.stream, self.first, self.batch_sizes, self.passes = stream, first, batch_sizes, passes
 
     def pieces(self):
-        from .solvers._core import RowBatches
-
         per_pass = self.batch_sizes.size // self.passes
         for repeat in range(self.passes):
             sizes = self.batch_sizes[repeat * per_pass:(repeat + 1) * per_pass]
@@ -477,7 +480,7 @@ class StreamedBatches:
                 block_end = int(self.stream.offsets[np.searchsorted(self.stream.offsets, start, side="right")])
                 count, end = _batches_to(sizes, i, start, block_end)
                 X, y = self.stream.rows(start, end)
-                yield (RowBatches(X, y, np.arange(X.shape[0]), sizes[i:i + count]),
+                yield (RowBatches(X, y, np.arange(X.shape[0]), sizes[i:i + count], layout=DENSE),
                        slice(repeat * per_pass + i, repeat * per_pass + i + count))
                 del X, y  # the caller has run the piece: the block can go before the next is computed
                 i, start = i + count, end
@@ -515,16 +518,17 @@ def _stream_block(raw: np.ndarray, y: np.ndarray, spec: tuple, seed: int | None)
     return _transformed(np.asarray(raw), spec, np.empty((raw.shape[0], spec[2]))), np.asarray(y)
 
 
-def magnitude_counts(X) -> np.ndarray:
-    """:func:`skdpsco.linear_model._scaling.magnitude_counts` of the rows ``X`` (one pass), each
-    sub-block counted by the compiled :func:`skdpsco.solvers._kernel.magnitude_histogram`: the
-    same integers (``frexp`` is exact; ``tests/test_dask.py`` compares them)."""
-    return block_sum(_magnitude_counts, X)
+def magnitude_counts(X, magnitude_range: int) -> np.ndarray:
+    """:func:`skdpsco.linear_model._scaling.magnitude_counts` of the rows ``X`` (one pass), orders in
+    ``[-magnitude_range, magnitude_range]``, each sub-block counted by the compiled
+    :func:`skdpsco.rows._maps.magnitude_histogram`: the same integers (``frexp`` is exact;
+    ``tests/test_dask.py`` compares them)."""
+    return block_sum(_magnitude_counts, X, extra=(int(magnitude_range),))
 
 
-def _magnitude_counts(block: np.ndarray) -> np.ndarray:
-    counts = np.zeros((block.shape[1], 2 * MAGNITUDE_RANGE + 1), dtype=np.int64)
-    _kernel.magnitude_histogram(np.asarray(block, dtype=np.float64), counts, MAGNITUDE_RANGE, _HALF_OCTAVE)
+def _magnitude_counts(block: np.ndarray, magnitude_range: int) -> np.ndarray:
+    counts = np.zeros((block.shape[1], 2 * magnitude_range + 1), dtype=np.int64)
+    _maps.magnitude_histogram(np.asarray(block, dtype=np.float64), counts, magnitude_range, _HALF_OCTAVE)
     return counts.astype(float)
 
 
@@ -557,4 +561,105 @@ def _searchsorted(block: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return np.searchsorted(labels, block)
 
 
-register_dask(sys.modules[__name__])  # the core's Dask branches dispatch here (it cannot import this module)
+class DaskRows:
+    """The Dask layout of the rows (:func:`skdpsco.rows.layout_of`): the methods of the in-memory
+    layouts on :class:`Rows` and Dask arrays, each a lazy per-row map (:func:`map_rows`, composed
+    with the rows' earlier maps, nothing read) or one pass of block sums (:func:`block_sum`), the
+    maps and the statistics those of the dense layout on each block."""
+
+    name = "dask"
+    lazy = True
+    unstored_columns = False
+
+    @staticmethod
+    def clip_rows(X, max_norm: float, out=None):
+        return map_rows(X, DENSE.clip_rows, max_norm)
+
+    @staticmethod
+    def row_norms(X):
+        """The lazy 1-D array of the rows' norms (:meth:`skdpsco.rows.DENSE.row_norms` of each block)."""
+        return map_rows(X, DENSE.row_norms, n_columns=0)
+
+    @staticmethod
+    def divide_by_powers_of_two(X, scales: np.ndarray, out=None):
+        return map_rows(X, DENSE.divide_by_powers_of_two, scales)
+
+    @staticmethod
+    def standardised(X, mean: np.ndarray, scale: np.ndarray, clip_norm: float, out=None):
+        """The rows standardised, composed with their earlier maps (applied to the map's own
+        float64 copy of each source block, never to the caller's array)."""
+        return map_rows(X, DENSE.standardised, mean, scale, clip_norm)
+
+    @staticmethod
+    def with_constant_column(X, value: float, in_place: bool = False):
+        """The rows with their intercept column (a lazy map: ``in_place`` has nothing to save)."""
+        return with_constant_column(X, value)
+
+    magnitude_counts = staticmethod(magnitude_counts)
+    leading_rows = staticmethod(leading_blocks)
+
+    @staticmethod
+    def column_sums(X) -> np.ndarray:
+        return block_sum(DENSE.column_sums, X)
+
+    @staticmethod
+    def centred_square_sums(X, mean: np.ndarray, clip: float) -> np.ndarray:
+        """One pass of block sums; the rows of a fit are their mapped sub-blocks, centred and
+        clipped in place (:func:`skdpsco.rows._dense.centred_square_sums`, ``overwrite_rows``)."""
+        return block_sum(DENSE.centred_square_sums, X, extra=(mean, clip, DaskRows.owns_blocks(X)))
+
+    @staticmethod
+    def block_sum(function, *arrays, extra=()):
+        return block_sum(function, *arrays, extra=extra)
+
+    @staticmethod
+    def owns_blocks(X) -> bool:
+        """Whether :func:`block_sum` hands its function sub-blocks it may overwrite: those of the
+        rows of a fit (:class:`Rows`), each mapped anew into a buffer."""
+        return getattr(X, "is_lazy_rows", False)
+
+    @staticmethod
+    def features(rows, n_features: int):
+        """The rows themselves: a Dask fit's rows get their intercept column after the releases."""
+        return rows
+
+    @staticmethod
+    def canonical(X):
+        """The rows as a fit reads them: :func:`validate` made them so."""
+        return X
+
+    @staticmethod
+    def fused(X) -> bool:
+        return False
+
+    @staticmethod
+    def row_source(X, y, n_rows: int, order_rng, order=None, rows_written=None) -> RowStream:
+        """The rows read a block at a time in ``order`` (:class:`StreamOrder`; ``None``: one drawn
+        from ``order_rng``, :func:`stream_order`)."""
+        return RowStream(X, y, order if order is not None else stream_order(X.chunks[0], order_rng))
+
+
+    @staticmethod
+    def as_floats(values):
+        return values.astype(float)
+
+    @staticmethod
+    def any(mask) -> bool:
+        """Whether some entry of ``mask`` is true (one pass)."""
+        return bool(mask.any().compute())
+
+    @staticmethod
+    def positive_part(values, sign: float):
+        return np.maximum(sign * values, 0.0)
+
+    @staticmethod
+    def vector_magnitude_counts(values, magnitude_range: int) -> np.ndarray:
+        """The histogram of :func:`magnitude_counts` of the non-negative ``values`` as one column
+        (one pass), an infinite value counted as the largest float."""
+        return magnitude_counts(np.minimum(values, np.finfo(float).max)[:, None], magnitude_range)[0]
+
+
+LAYOUT = DaskRows()
+"""The layout of Dask rows, registered with :mod:`skdpsco.rows` at import."""
+
+register_lazy_layout(LAYOUT)

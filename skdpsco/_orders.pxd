@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Inline binary orders of magnitude shared by the compiled kernels (``cimport``-ed, no module of
 its own): the per-row count of :func:`skdpsco.rows._blocks.magnitude_counts`, which the gather of
-a fit's rows (:func:`skdpsco.solvers._kernel.gather_clipped_rows`) runs on each row it copies."""
+a fit's rows (:func:`skdpsco.rows._maps.gather_clipped_rows`) runs on each row it copies."""
 
 from libc.math cimport fabs, frexp
 from libc.stdint cimport int32_t, int64_t, uint64_t

@@ -40,3 +40,10 @@ cdef inline double axpy_squares(double c, const double *x, double *w, Py_ssize_t
         w[j] = v0
         s0 += v0 * v0
     return (s0 + s1) + (s2 + s3)
+
+
+cdef inline void scale(double c, double *w, Py_ssize_t p) noexcept nogil:
+    """w *= c."""
+    cdef Py_ssize_t j
+    for j in range(p):
+        w[j] *= c

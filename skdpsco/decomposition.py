@@ -29,7 +29,7 @@ from .accounting import PrivacyAccountant, calibrate_noise, epsilon_of, gaussian
 from .accounting._ledger import CarriesDefaultLedger, charge_fit
 from .linear_model import _bounds, _scaling
 from .linear_model._base import _generator
-from .solvers._core import clip_rows
+from .rows import DENSE
 
 __all__ = ["DPPCA", "second_moment_sensitivity", "symmetric_from_upper", "upper_triangle"]
 
@@ -298,17 +298,17 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CarriesDefaultLed
         n_samples, n_features = X.shape
         if scaling is None:
             bound = float(self.data_norm)
-            rows = clip_rows(X, bound, out=X)
+            rows = DENSE.clip_rows(X, bound, out=X)
             mean = np.zeros(n_features)
             if mean_noise is not None:
                 sensitivity = _scaling.moment_sensitivities(n_features, False)[0]
                 sums = noisy_release(rows.sum(axis=0) / bound, mean_noise, rng, sensitivity=sensitivity)
                 mean = sums * bound / n_samples
-                rows = clip_rows(np.subtract(rows, mean, out=rows), bound, out=rows)
+                rows = DENSE.clip_rows(np.subtract(rows, mean, out=rows), bound, out=rows)
             return np.divide(rows, bound, out=rows), mean, np.full(n_features, bound)  # rows is fit's copy of X
         divisor = 1.0
         if row_bound is None:
-            passes = _scaling.feature_passes(clip_rows(X, scaling.data_norm, out=X), n_features)
+            passes = _scaling.feature_passes(DENSE.clip_rows(X, scaling.data_norm, out=X), n_features)
         else:  # the estimators' data_norm='private': one power of two above most row norms
             passes = _scaling.feature_passes(X, n_features)
             bound_rng, rng = rng.spawn(2)

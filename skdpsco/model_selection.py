@@ -50,7 +50,6 @@ from typing import Callable
 
 import dp_accounting
 import numpy as np
-from scipy import sparse
 from scipy.optimize import brentq
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils import _safe_indexing, get_tags
@@ -78,7 +77,7 @@ from .linear_model._base import (
 )
 from .decomposition import DPPCA
 from .preprocessing import row_dependence
-from .solvers import _core
+from .rows import layout_of, refuse_non_finite
 
 __all__ = [
     "DEFAULT_N_ITER",
@@ -608,9 +607,9 @@ class DPSearchCV(MetaEstimatorMixin, CarriesDefaultLedger, BaseEstimator):
         its steps."""
         if getattr(self.estimator, "steps", None) is not None:
             return
-        values = X.data if sparse.issparse(X) else np.asarray(X)
+        values = layout_of(X).stored_values(X)
         if np.issubdtype(values.dtype, np.number) and not np.isfinite(values).all():
-            _core._refuse_non_finite()
+            refuse_non_finite()
         if not is_classifier(self.estimator):
             _assert_all_finite(np.asarray(y, dtype=float), input_name="y")
 

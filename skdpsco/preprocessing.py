@@ -59,6 +59,7 @@ from .accounting import (
 from .accounting._ledger import CarriesDefaultLedger, charge_fit
 from .linear_model import _bounds, _scaling
 from .linear_model._base import _generator, relative_weights
+from .rows import DENSE
 
 __all__ = [
     "DPStandardScaler",
@@ -406,7 +407,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, CarriesDefaultLed
         if private_scales:
             scales_rng, rng = rng.spawn(2)
             self.feature_scales_ = _release_scales(X, plan, scales_rng)
-            X = _scaling.divide_by_powers_of_two(X, self.feature_scales_)
+            X = DENSE.divide_by_powers_of_two(X, self.feature_scales_)
         midpoint, half_range = (upper + lower) / 2.0, (upper - lower) / 2.0
         units = (np.clip(X, lower, upper) - midpoint) / half_range
         noise_std = tuple(multiplier * s for s in sensitivities)

@@ -326,7 +326,7 @@ def test_a_default_regression_fit_holds_the_rows_and_one_target_vector(monkeypat
 
     from skdpsco import rows
 
-    monkeypatch.setattr(rows, "THREADS", 1)  # the Newton pass's buffers: one thread's (a few hundredths of X)
+    monkeypatch.setattr(rows._threads, "THREADS", 1)  # the Newton pass's buffers: one thread's (a few hundredths of X)
     rng = np.random.default_rng(0)
     X = rng.standard_normal((100_000, 20))
     y = X @ rng.standard_normal(20) + rng.standard_normal(100_000)

@@ -12,7 +12,7 @@ da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant  # noqa: E402
-from skdpsco.solvers import _core  # noqa: E402
+from skdpsco.rows import DENSE, is_lazy  # noqa: E402
 
 from benchmarks.engine import moment_floor  # noqa: E402
 
@@ -145,7 +145,7 @@ def test_the_core_package_never_imports_dask():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
-    assert not _core.is_dask(np.zeros(3))
+    assert not is_lazy(np.zeros(3))
 
 
 def test_fit_on_a_distributed_local_cluster():
@@ -205,13 +205,12 @@ def test_secure_mode_on_dask_rows_draws_in_the_client():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_compiled_maps_equal_the_numpy_maps(dtype):
-    # A Dask fit maps each block by the compiled kernel (skdpsco.solvers._kernel.map_block): the
+    # A Dask fit maps each block by the compiled kernel (skdpsco.rows._maps.map_block): the
     # numpy maps' arithmetic entry by entry, the norms summed in another order. Clipped rows,
     # standardised rows beyond the clip, and an intercept column.
     from skdpsco import _dask
-    from skdpsco.linear_model._scaling import divide_by_powers_of_two, standardised
-    from skdpsco.solvers._core import clip_rows
 
+    clip_rows, divide_by_powers_of_two, standardised = DENSE.clip_rows, DENSE.divide_by_powers_of_two, DENSE.standardised
     rng = np.random.default_rng(1)
     raw = (rng.standard_normal((3000, 7)) * np.array([1, 10, 0.1, 1, 100, 3, 0.5])).astype(dtype)
     scales = 2.0 ** np.array([0, 3, -4, 0, 7, 2, -1])
@@ -235,15 +234,15 @@ def test_a_row_the_kernel_hands_back_is_mapped_by_numpy_exactly():
     # An entry that reaches 2**1023 after the division by powers of two: divide_by_powers_of_two
     # rescales its row first (overflow rule); the kernel hands the block back to numpy.
     from skdpsco import _dask
-    from skdpsco.linear_model._scaling import divide_by_powers_of_two
-    from skdpsco.solvers import _kernel
+    from skdpsco.rows import _maps
 
+    divide_by_powers_of_two = DENSE.divide_by_powers_of_two
     raw = np.ones((5, 3))
     raw[2, 1] = 1e300
     scales = np.array([1.0, 2.0**-100, 1.0])
     maps = ((divide_by_powers_of_two, (scales,)),)
     rows = _dask.Rows(da.from_array(raw, chunks=(5, -1)), maps)
-    assert _kernel.map_block(raw, np.empty((5, 3)), *rows.spec[3], 0.0, False) == 2
+    assert _maps.map_block(raw, np.empty((5, 3)), *rows.spec[3], 0.0, False) == 2
     mapped = _dask._transformed(raw, rows.spec, np.empty((5, 3)))
     np.testing.assert_array_equal(mapped, divide_by_powers_of_two(raw, scales))
     assert np.all(np.isfinite(mapped))
@@ -264,7 +263,7 @@ def test_the_compiled_magnitude_histogram_counts_what_numpy_counts():
     X[:4, 2] = [0.0, -0.0, 5e-324, -1e-310]
     X[::7, 3] = 0.0
     rows = _dask.Rows(da.from_array(X, chunks=(1700, -1)))
-    compiled = _dask.magnitude_counts(rows)
+    compiled = _dask.magnitude_counts(rows, _scaling.MAGNITUDE_RANGE)
     np.testing.assert_array_equal(compiled, _scaling.magnitude_counts(X))
     assert compiled[:, 0].sum() > 0 and compiled[:, -1].sum() > 0  # the clamped ends are reached
 

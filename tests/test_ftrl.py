@@ -29,7 +29,7 @@ from skdpsco.accounting import (
 from skdpsco.audit import epsilon_lower_bound
 from skdpsco.losses import HingeLoss, LogisticLoss, LossConstants, MultinomialLogisticLoss
 from skdpsco.solvers import Problem
-from skdpsco.solvers._core import iter_batches, margin_gradient, projected_noisy_sgd
+from skdpsco.solvers._core import margin_gradient, projected_noisy_sgd
 from skdpsco.solvers import ftrl as ftrl_module
 from skdpsco.solvers.ftrl import (
     PrivateFTRL,
@@ -41,6 +41,7 @@ from skdpsco.solvers.ftrl import (
     gaussian_absolute_moment,
     noisy_gradient_bound,
 )
+from skdpsco.rows import iter_batches
 from _audits import audit_params, check_audit
 
 DELTA = 1e-5

@@ -25,6 +25,7 @@ from skdpsco.losses import (
 from skdpsco.smoothing import smooth
 from skdpsco.solvers import ALGORITHMS, Problem, _kernel
 from skdpsco.solvers.snowball import MIN_NOISY_STEPS, noise_every
+from skdpsco.rows import DENSE, full_batches, iter_batches, layout_of, row_order, RowBatches
 from _audits import audit_params, check_audit
 
 BINARY = [LogisticLoss(), HingeLoss(), SquaredHingeLoss(), QHingeLoss(1.5), smooth(HingeLoss(), 0.3)]
@@ -44,7 +45,7 @@ def data(loss, n=300, d=7, seed=0):
 
 def both(loss, X, y, order, sizes, steps, stds, radius, l2, average, seed=7):
     gradient = core.margin_gradient(loss, l2)
-    batches = core.iter_batches(X, y, order, sizes)
+    batches = iter_batches(X, y, order, sizes)
     w0 = np.zeros(X.shape[1])
     args = (steps, stds, w0, radius, np.random.default_rng(seed))
     fast = core.projected_noisy_sgd(gradient, batches, *args, average=average)
@@ -86,14 +87,14 @@ def test_chunks_of_steps_draw_the_noise_of_one_draw_per_step(monkeypatch):
 
 def test_dispatch_rule_is_explicit():
     X, y = data(LogisticLoss(), n=20)
-    batches = core.iter_batches(X, y, np.arange(20), np.ones(20, dtype=np.int64))
+    batches = iter_batches(X, y, np.arange(20), np.ones(20, dtype=np.int64))
     gradient = core.margin_gradient(LogisticLoss())
     assert core.uses_kernel(gradient, batches, np.zeros(7))
     assert not core.uses_kernel(lambda w, X, y: w, batches, np.zeros(7))  # an arbitrary gradient
     assert not core.uses_kernel(gradient, list(batches), np.zeros(7))  # not rows of one X
     assert not core.uses_kernel(gradient, batches, np.zeros((2, 7)))  # a multiclass matrix
     assert not core.uses_kernel(core.margin_gradient(MultinomialLogisticLoss(3)), batches, np.zeros(7))
-    fortran = core.iter_batches(np.asfortranarray(X), y, np.arange(20), np.ones(20, dtype=np.int64))
+    fortran = iter_batches(np.asfortranarray(X), y, np.arange(20), np.ones(20, dtype=np.int64))
     assert not core.uses_kernel(gradient, fortran, np.zeros(7))
     assert core.kernel_loss(type("Custom", (LogisticLoss,), {})()) is None  # a subclass may differ
 
@@ -135,7 +136,7 @@ def test_gaussian_noise_refuses_a_standard_deviation_that_is_not_finite_and_non_
 @pytest.mark.parametrize("order, sizes", [(np.array([0, 1, 5]), [1, 1, 1]), (np.arange(3), [2, 2])])
 def test_kernel_refuses_rows_it_cannot_read(order, sizes):
     X, y = data(LogisticLoss(), n=3)
-    batches = core.iter_batches(X, y, order, sizes)
+    batches = iter_batches(X, y, order, sizes)
     with pytest.raises(ValueError):
         core.projected_noisy_sgd(core.margin_gradient(LogisticLoss()), batches, np.ones(len(sizes)),
                                  np.zeros(len(sizes)), np.zeros(7), 1.0, np.random.default_rng(0))
@@ -201,7 +202,7 @@ def test_short_schedules_keep_at_least_three_noisy_steps(n_steps, every):
 def test_full_batch_passes_give_the_reference_iterates(loss, average):
     # Noisy GD's batches: every step reads all the rows, in place, pass after pass.
     X, y = data(loss, n=200)
-    batches = core.full_batches(X, y, 40)
+    batches = full_batches(X, y, 40)
     assert all(b[0] is X for b in batches)  # the reference reads X itself, no copy (nor a CSR matrix's slice)
     gradient = core.margin_gradient(loss, 0.01)
     assert core.uses_kernel(gradient, batches, np.zeros(7))
@@ -215,7 +216,7 @@ def test_full_batch_passes_give_the_reference_iterates(loss, average):
 
 def test_full_batches_refuse_a_batch_larger_than_the_rows():
     X, y = data(LogisticLoss(), n=5)
-    batches = core.RowBatches(X, y, np.arange(5), np.array([5, 6]), cycle=True)
+    batches = RowBatches(X, y, np.arange(5), np.array([5, 6]), cycle=True)
     with pytest.raises(ValueError, match="each at most the 5 rows"):
         core.projected_noisy_sgd(core.margin_gradient(LogisticLoss()), batches, np.ones(2), np.zeros(2),
                                  np.zeros(7), 1.0, np.random.default_rng(0))
@@ -252,11 +253,11 @@ def test_csr_kernel_gives_the_reference_iterates(loss, average, cycle, radius, l
     X, y = sparse_rows(loss)
     assert np.any(np.diff(X.indptr) == 0)  # empty rows
     if cycle:  # passes over all the rows, every step dense (more stored entries than columns)
-        batches = core.full_batches(X, y, 30)
+        batches = full_batches(X, y, 30)
     else:  # batches of one row, then of 3 (at most p stored entries) and 10 (more): both routes of the kernel
         order = np.random.default_rng(2).permutation(X.shape[0])
         sizes = np.array([1] * 120 + [3] * 20 + [10] * 6)
-        batches = core.iter_batches(X, y, order, sizes)
+        batches = iter_batches(X, y, order, sizes)
         stored = stored_per_batch(X, order, sizes)
         assert np.any((sizes > 1) & (stored <= X.shape[1])) and np.any(stored > X.shape[1])
     T = batches.batch_sizes.size
@@ -276,9 +277,9 @@ def test_full_batches_read_the_rows_in_sequence_without_an_order_array(rows):
     # full_batches holds no index array of n entries: the kernels read an empty order as the rows
     # in sequence, the same iterates, bit for bit, as the explicit order arange(n)
     X, y = data(LogisticLoss(), n=200) if rows == "dense" else sparse_rows(LogisticLoss())
-    batches = core.full_batches(X, y, 20)
+    batches = full_batches(X, y, 20)
     assert batches.order is None and batches.n_order == X.shape[0]
-    explicit = core.RowBatches(X, y, np.arange(X.shape[0]), batches.batch_sizes, cycle=True)
+    explicit = RowBatches(X, y, np.arange(X.shape[0]), batches.batch_sizes, cycle=True)
     gradient = core.margin_gradient(LogisticLoss(), 0.01)
     steps, stds = np.full(20, 0.5), np.linspace(0.0, 0.3, 20)
     runs = [core.projected_noisy_sgd(gradient, b, steps, stds, np.zeros(X.shape[1]), 1.0, np.random.default_rng(3))
@@ -299,7 +300,7 @@ def test_the_csr_kernels_sparse_route_holds_a_derivative_per_row_that_stores_an_
     order = np.arange(480)[::-1].copy()  # three rows that store entries in every batch
     assert np.all(stored_per_batch(X, order, sizes) <= 12) and np.all(stored_per_batch(X, order, sizes) > 0)
     assert _kernel.sparse_work_size(12, 120) == 12 + 64
-    batches = core.iter_batches(X, y, order, sizes)
+    batches = iter_batches(X, y, order, sizes)
     gradient = core.margin_gradient(LogisticLoss(), 0.05)
     args = lambda: (np.full(4, 0.5), np.array([0.0, 0.2, 0.0, 0.3]), np.zeros(12), 0.5, np.random.default_rng(7))  # noqa: E731
     fast = core.projected_noisy_sgd(gradient, batches, *args())
@@ -318,7 +319,7 @@ def test_csr_kernel_keeps_the_projection_exact_over_long_noiseless_runs(average)
     steps = np.full(6000, 0.5)
     gradient = core.margin_gradient(LogisticLoss(), 0.01)
     for stds in (np.zeros(6000), core.pool_noise(steps, np.full(6000, 0.5), 16)):
-        batches = core.iter_batches(X, y, np.random.default_rng(4).permutation(6000), sizes)
+        batches = iter_batches(X, y, np.random.default_rng(4).permutation(6000), sizes)
         args = lambda: (steps, stds, np.zeros(40), 0.2, np.random.default_rng(5))  # noqa: E731
         fast = core.projected_noisy_sgd(gradient, batches, *args(), average=average)
         reference = core.reference_projected_noisy_sgd(gradient, batches, *args(), average=average)
@@ -336,7 +337,7 @@ def test_csr_kernel_folds_a_vanishing_scale(l2, average):
     # scale into w instead of dividing by it.
     X, y = sparse_rows(LogisticLoss(), n=900)
     gradient = core.margin_gradient(LogisticLoss(), l2)
-    batches = core.iter_batches(X, y, np.arange(900), np.ones(900, dtype=np.int64))
+    batches = iter_batches(X, y, np.arange(900), np.ones(900, dtype=np.int64))
     args = lambda: (np.ones(900), np.zeros(900), np.zeros(12), None, np.random.default_rng(0))  # noqa: E731
     fast = core.projected_noisy_sgd(gradient, batches, *args(), average=average)
     reference = core.reference_projected_noisy_sgd(gradient, batches, *args(), average=average)
@@ -362,7 +363,7 @@ def test_csr_kernel_reads_either_index_type_csr_arrays_and_duplicate_entries():
     sizes = np.array([1] * 40 + [4] * 5)
 
     def run(Z):
-        batches = core.iter_batches(Z, y, np.arange(60), sizes)
+        batches = iter_batches(Z, y, np.arange(60), sizes)
         assert core.uses_kernel(gradient, batches, np.zeros(12))
         return core.projected_noisy_sgd(gradient, batches, np.full(45, 0.3), np.full(45, 0.2), np.zeros(12), 0.5,
                                         np.random.default_rng(1))
@@ -383,7 +384,7 @@ def test_csr_kernel_refuses_arrays_that_point_outside_x(breach):
         X.indptr[5] = X.indptr[6] + 1  # decreasing
     else:
         X.indices[3] = 12 if breach == "column" else -1
-    batches = core.iter_batches(X, y, np.arange(20), np.ones(20, dtype=np.int64))
+    batches = iter_batches(X, y, np.arange(20), np.ones(20, dtype=np.int64))
     with pytest.raises(ValueError, match=r"not a valid CSR matrix of shape \(20, 12\)"):
         core.projected_noisy_sgd(core.margin_gradient(LogisticLoss()), batches, np.ones(20), np.zeros(20),
                                  np.zeros(12), 1.0, np.random.default_rng(0))
@@ -393,11 +394,11 @@ def test_dispatch_rule_takes_csr_rows_of_float64_only():
     X, y = sparse_rows(LogisticLoss(), n=20)
     gradient = core.margin_gradient(LogisticLoss())
     sizes = np.ones(20, dtype=np.int64)
-    assert core.uses_kernel(gradient, core.iter_batches(X, y, np.arange(20), sizes), np.zeros(12))
-    assert core.uses_kernel(gradient, core.full_batches(sp.csr_array(X), y, 3), np.zeros(12))
+    assert core.uses_kernel(gradient, iter_batches(X, y, np.arange(20), sizes), np.zeros(12))
+    assert core.uses_kernel(gradient, full_batches(sp.csr_array(X), y, 3), np.zeros(12))
     for other in (X.tocsc(), X.tocoo(), X.astype(np.float32)):
-        assert not core.uses_kernel(gradient, core.iter_batches(other, y, np.arange(20), sizes), np.zeros(12))
-    assert not core.uses_kernel(gradient, core.iter_batches(X, y, np.arange(20), sizes), np.zeros(11))
+        assert not core.uses_kernel(gradient, iter_batches(other, y, np.arange(20), sizes), np.zeros(12))
+    assert not core.uses_kernel(gradient, iter_batches(X, y, np.arange(20), sizes), np.zeros(11))
 
 
 @pytest.mark.parametrize("algorithm", ["snowball", "phased_sgd"])
@@ -438,9 +439,9 @@ def test_gathered_clipped_rows_are_the_reference_rows_in_that_order(n, d, bound,
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d)) * rng.uniform(0.0, 2.0, (n, 1))
     order = rng.permutation(n)
-    fast = core.clipped_rows_in_order(X, order, bound, fill)  # C-contiguous: the compiled gather
-    by_blocks = core.clipped_rows_in_order(np.asfortranarray(X), order, bound, fill)  # numpy blocks
-    reference = core.clip_rows(X[order], bound)
+    fast = layout_of(X).clipped_rows_in_order(X, order, bound, fill)  # C-contiguous: the compiled gather
+    by_blocks = DENSE.clipped_rows_in_order(np.asfortranarray(X), order, bound, fill)  # numpy blocks
+    reference = layout_of(X[order]).clip_rows(X[order], bound)
     if fill is not None:
         reference = np.column_stack([reference, np.full(n, fill)])
     np.testing.assert_allclose(fast, reference, rtol=1e-14, atol=1e-15)
@@ -452,7 +453,7 @@ def test_gathered_rows_refuse_indices_outside_x():
     X = np.ones((4, 2))
     for order in (np.array([0, 1, 4]), np.array([-1, 0]), np.zeros((2, 2), dtype=int)):
         with pytest.raises(ValueError, match="order must be a vector of indices"):
-            core.clipped_rows_in_order(X, order, 1.0)
+            layout_of(X).clipped_rows_in_order(X, order, 1.0)
 
 
 @pytest.mark.parametrize("algorithm, in_sequence", [("snowball", True), ("phased_sgd", True), ("noisy_gd", False)])
@@ -483,7 +484,7 @@ def test_estimators_shuffle_the_clipped_copy_and_solvers_that_shuffle_read_it_in
         np.testing.assert_array_equal(seen["kwargs"]["order"], np.arange(400))
     else:
         assert seen["kwargs"] == {}
-    clipped = np.column_stack([core.clip_rows(X, 1.0), np.ones(400)])
+    clipped = np.column_stack([layout_of(X).clip_rows(X, 1.0), np.ones(400)])
     match = {tuple(row): label for row, label in zip(np.round(clipped, 12), y)}
     assert not np.array_equal(seen["rows"], clipped)  # shuffled ...
     assert sorted(map(tuple, np.round(seen["rows"], 12))) == sorted(match)  # ... the same rows
@@ -493,7 +494,7 @@ def test_estimators_shuffle_the_clipped_copy_and_solvers_that_shuffle_read_it_in
 @pytest.mark.parametrize("layout", [np.ascontiguousarray, np.asfortranarray], ids=["kernel", "reference"])
 def test_rows_whose_squared_norm_overflows_are_clipped_not_zeroed(layout):
     X = layout(np.array([[3e200, 4e200], [0.3, 0.4], [1e300, -1e300]]))
-    rows = core.clipped_rows_in_order(X, np.arange(3), 1.0, fill=2.0)
+    rows = layout_of(X).clipped_rows_in_order(X, np.arange(3), 1.0, fill=2.0)
     np.testing.assert_allclose(rows, [[0.6, 0.8, 2.0], [0.3, 0.4, 2.0], [2**-0.5, -(2**-0.5), 2.0]], rtol=1e-15)
 
 
@@ -504,7 +505,7 @@ def test_non_finite_rows_are_refused_and_nothing_is_charged(layout, bad):
     X = rng.standard_normal((300, 4))
     X[[7, 150], 2] = bad
     with pytest.raises(ValueError, match=r"^Input X contains NaN or infinity\. Remove"):
-        core.clipped_rows_in_order(layout(X), rng.permutation(300), 1.0, fill=1.0)
+        layout_of(layout(X)).clipped_rows_in_order(layout(X), rng.permutation(300), 1.0, fill=1.0)
     ledger = PrivacyAccountant()
     with pytest.raises(ValueError, match="NaN or infinity"):
         DPLogisticRegression(accountant=ledger).fit(layout(X), np.where(X[:, 0] > 0, 1, 0))
@@ -512,7 +513,6 @@ def test_non_finite_rows_are_refused_and_nothing_is_charged(layout, bad):
 
 
 def test_row_order_accepts_permutations_only():
-    from skdpsco.solvers._core import row_order
 
     rng = np.random.default_rng(0)
     assert np.array_equal(row_order(4, rng, np.array([2, 0, 3, 1])), [2, 0, 3, 1])
@@ -544,7 +544,7 @@ def test_one_pass_solvers_read_rows_still_being_written_only_once_written(algori
     so the pass overlaps the writing), never beyond the rows."""
     monkeypatch.setattr(core, "PROGRESS_CHUNK_ROWS", 64)
     rng = np.random.default_rng(3)
-    rows = core.clip_rows(rng.normal(size=(1500, 6)), 1.0)
+    rows = DENSE.clip_rows(rng.normal(size=(1500, 6)), 1.0)
     y = np.where(rng.random(1500) < 0.5, -1.0, 1.0)
     loss = LogisticLoss()
     problem = Problem(n_samples=1500, coef_shape=(6,), loss=loss, constants=loss.constants(1.0, 5.0), radius=5.0,

@@ -18,8 +18,8 @@ from skdpsco.accounting import (
 from skdpsco.losses import HingeLoss, LogisticLoss
 from skdpsco.smoothing import smooth
 from skdpsco.solvers import Problem
-from skdpsco.solvers._core import clip_rows
 from skdpsco.solvers.noisy_gd import NoisyGD, composition_sensitivity, last_iterate_rho_coefficient
+from skdpsco.rows import DENSE
 from _audits import audit_params, check_audit
 
 DELTA = 1e-5
@@ -140,7 +140,7 @@ def test_audit_respects_the_claim_and_catches_the_weakened_noise(name):
 
 def augmented(X, data_norm=1.0):
     """Rows as the estimators hand them to a solver: clipped, with the intercept column."""
-    rows = clip_rows(X, data_norm)
+    rows = DENSE.clip_rows(X, data_norm)
     return np.hstack([rows, np.full((rows.shape[0], 1), data_norm)])
 
 

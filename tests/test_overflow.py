@@ -23,6 +23,7 @@ from skdpsco.model_selection import DPSearchCV
 from skdpsco.preprocessing import DPStandardScaler
 from skdpsco.solvers import _core as core
 from skdpsco.solvers import _kernel
+from skdpsco.rows import CSR, DENSE, _maps, layout_of
 
 N_ROWS, N_FEATURES = 40, 3
 
@@ -250,10 +251,10 @@ def assert_clipped(row, clipped, max_norm):
 @example(row=[1e-200, 3e-201, 1e-320])
 def test_scaled_row_norms_numpy_and_compiled_are_exact(row):
     X = np.array([row])
-    for exponents, scaled in (core.scaled_row_norms(X), _kernel.scaled_row_norms(X),
-                              core.scaled_row_norms(sparse.csr_matrix(X))):
+    for exponents, scaled in (layout_of(X).scaled_row_norms(X), _maps.scaled_row_norms(X),
+                              CSR.scaled_row_norms(sparse.csr_matrix(X))):
         assert_scaled_norm(row, exponents[0], scaled[0])
-    norm = core.row_norms(X)[0]
+    norm = layout_of(X).row_norms(X)[0]
     if not any(row):
         assert norm == 0.0
     else:
@@ -263,7 +264,7 @@ def test_scaled_row_norms_numpy_and_compiled_are_exact(row):
             assert norm == pytest.approx(math.ldexp(scaled_exact, exponent), rel=1e-14, abs=0)
         else:
             assert norm >= np.finfo(float).max / 4  # inf beyond the float range
-    assert core.row_norms(sparse.csr_matrix(X))[0] == pytest.approx(norm, rel=1e-15, abs=0)
+    assert CSR.row_norms(sparse.csr_matrix(X))[0] == pytest.approx(norm, rel=1e-15, abs=0)
 
 
 @settings(max_examples=300, deadline=None)
@@ -276,10 +277,10 @@ def test_scaled_row_norms_numpy_and_compiled_are_exact(row):
 def test_clip_numpy_and_compiled_clip_long_rows_like_any_other(row, max_norm):
     X = np.array([row, [0.3, *[0.4] * (len(row) - 1)]])
     compiled = np.empty((2, len(row) + 1))
-    assert _kernel.gather_clipped_rows(X, np.array([0, 1], dtype=np.intp), max_norm, compiled, 7.0) == 0
+    assert _maps.gather_clipped_rows(X, np.array([0, 1], dtype=np.intp), max_norm, compiled, 7.0) == 0
     np.testing.assert_array_equal(compiled[:, -1], 7.0)
-    outputs = [compiled[:, :-1], core.clip_rows(X, max_norm), core.clip_rows(np.asfortranarray(X), max_norm),
-               core.clip_rows(sparse.csr_matrix(X), max_norm).toarray()]
+    outputs = [compiled[:, :-1], layout_of(X).clip_rows(X, max_norm), DENSE.clip_rows(np.asfortranarray(X), max_norm),
+               CSR.clip_rows(sparse.csr_matrix(X), max_norm).toarray()]
     for clipped in outputs:
         assert_clipped(row, clipped[0], max_norm)
         assert_clipped(list(X[1]), clipped[1], max_norm)
@@ -291,11 +292,12 @@ def test_clip_numpy_and_compiled_clip_long_rows_like_any_other(row, max_norm):
 def test_the_norms_still_refuse_a_non_finite_entry(bad):
     X = np.array([[1.5e308, bad, 0.0], [1.0, 2.0, 3.0]])
     for rows in (X, sparse.csr_matrix(X)):
-        for function in (core.row_norms, lambda rows: core.clip_rows(rows, 1.0), core.scaled_row_norms):
+        layout = layout_of(rows)
+        for function in (layout.row_norms, lambda rows: layout.clip_rows(rows, 1.0), layout.scaled_row_norms):
             with pytest.raises(ValueError, match=r"^Input X contains NaN or infinity\. Remove"):
                 function(rows)
     out = np.empty((2, 3))
-    assert _kernel.gather_clipped_rows(X, np.array([0, 1], dtype=np.intp), 1.0, out, 0.0) == 1
+    assert _maps.gather_clipped_rows(X, np.array([0, 1], dtype=np.intp), 1.0, out, 0.0) == 1
 
 
 @settings(max_examples=200, deadline=None)
@@ -311,14 +313,14 @@ def test_the_scaling_maps_of_a_long_row_are_its_exact_clip(row, bound):
     lies beyond the float range (it is divided by a further power of two first, which keeps its
     direction, and the clip then gives the same row)."""
     _dask = pytest.importorskip("skdpsco._dask")
-    from skdpsco.linear_model._scaling import divide_by_powers_of_two
+    divide_by_powers_of_two = DENSE.divide_by_powers_of_two
 
     values, exponents = row
     scales = np.ldexp(1.0, exponents)
     exact = [Fraction(x) / Fraction(2) ** k for x, k in zip(values, exponents)]
     raw = np.array([values, np.ones(len(values))])
-    numpy_rows = core.clip_rows(divide_by_powers_of_two(raw, scales), bound)
-    maps = ((divide_by_powers_of_two, (scales,)), (core.clip_rows, (bound,)))
+    numpy_rows = DENSE.clip_rows(DENSE.divide_by_powers_of_two(raw, scales), bound)
+    maps = ((divide_by_powers_of_two, (scales,)), (DENSE.clip_rows, (bound,)))
     spec = _dask.Rows(dask_rows(raw), maps).spec
     compiled_rows = _dask._transformed(raw, spec, np.empty(raw.shape))
     for mapped in (numpy_rows, compiled_rows):

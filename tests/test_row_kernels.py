@@ -13,7 +13,7 @@ from scipy.special import expit
 from skdpsco import rows as fused
 from skdpsco.linear_model import _scaling
 from skdpsco.solvers import _kernel
-from skdpsco.solvers._core import clip_rows
+from skdpsco.rows import DENSE, _maps, layout_of
 
 RANGE = _scaling.MAGNITUDE_RANGE
 
@@ -32,7 +32,7 @@ def _table(seed: int, n: int, d: int, intercept: bool) -> np.ndarray:
 @pytest.fixture(params=[1, 7], ids=["one block", "many blocks"])
 def small_blocks(request, monkeypatch):
     """Blocks of 1 row (every row its own block, over the threads) or 7 rows."""
-    monkeypatch.setattr(fused, "BLOCK_ROWS", request.param)
+    monkeypatch.setattr(fused._threads, "BLOCK_ROWS", request.param)
     return request.param
 
 
@@ -55,7 +55,7 @@ def test_divide_clip_and_sum_matches_the_reference(seed, n, d, intercept, bound)
     rows = _table(seed, n, d, intercept)
     rng = np.random.default_rng(seed)
     scales = 2.0 ** rng.integers(-40, 40, size=d)
-    expected = clip_rows(_scaling.divide_by_powers_of_two(rows[:, :d], scales), bound)
+    expected = DENSE.clip_rows(DENSE.divide_by_powers_of_two(rows[:, :d], scales), bound)
     sums = fused.divide_clip_and_sum(rows, d, scales, bound)
     np.testing.assert_allclose(rows[:, :d], expected, rtol=1e-13, atol=1e-15 * bound)
     np.testing.assert_allclose(sums, expected.sum(axis=0), rtol=1e-12, atol=1e-13 * bound * n)
@@ -79,7 +79,7 @@ def test_divide_clip_and_sum_over_blocks_and_threads(small_blocks):
     rows = _table(2, 100, 6, True)
     expected_rows = rows.copy()
     scales = 2.0 ** np.arange(-3, 3)
-    expected = clip_rows(_scaling.divide_by_powers_of_two(expected_rows[:, :6], scales), 2.0)
+    expected = DENSE.clip_rows(DENSE.divide_by_powers_of_two(expected_rows[:, :6], scales), 2.0)
     sums = fused.divide_clip_and_sum(rows, 6, scales, 2.0)
     np.testing.assert_allclose(rows[:, :6], expected, rtol=1e-13, atol=1e-16)
     np.testing.assert_allclose(sums, expected.sum(axis=0), rtol=1e-12, atol=1e-14)
@@ -94,7 +94,7 @@ def test_centred_square_sums_match_the_reference(seed, n, d, intercept, clip):
     mean = rng.normal(size=d)
     before = rows.copy()
     squares = fused.centred_square_sums(rows, d, mean, clip)
-    np.testing.assert_allclose(squares, _scaling.centred_square_sums(rows[:, :d], mean, clip), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(squares, DENSE.centred_square_sums(rows[:, :d], mean, clip), rtol=1e-12, atol=1e-300)
     np.testing.assert_array_equal(rows, before)  # only read
 
 
@@ -105,7 +105,7 @@ def test_standardise_matches_the_reference(seed, n, d, intercept):
     rows = rng.normal(size=(n, d + intercept)) * 3.0
     expected = rows[:, :d].copy()
     mean, scale, clip_norm = rng.normal(size=d), rng.uniform(0.1, 5.0, size=d), np.sqrt(d)
-    _scaling.standardise_rows(expected, mean, scale, clip_norm)
+    DENSE.standardise_rows(expected, mean, scale, clip_norm)
     fused.standardise(rows, d, mean, scale, clip_norm)
     np.testing.assert_allclose(rows[:, :d], expected, rtol=1e-14, atol=1e-16)
     assert (np.linalg.norm(rows[:, :d], axis=1) <= 1.0 + 1e-15).all()
@@ -150,7 +150,7 @@ def test_loss_derivatives_match_the_losses_formulas(loss_name, weighted, hessian
     from skdpsco.losses import LogisticLoss, PowerLoss
 
     rows = fused
-    monkeypatch.setattr(rows, "BLOCK_ROWS", 64)  # several blocks, over threads
+    monkeypatch.setattr(rows._threads, "BLOCK_ROWS", 64)  # several blocks, over threads
     rng = np.random.default_rng(3)
     X = rng.normal(size=(300, 7)) * 3.0
     w = rng.normal(size=7)
@@ -171,14 +171,14 @@ def test_loss_derivatives_match_the_losses_formulas(loss_name, weighted, hessian
     else:
         assert total is None
     # the result does not depend on the number of threads
-    monkeypatch.setattr(rows, "THREADS", 1)
+    monkeypatch.setattr(rows._threads, "THREADS", 1)
     again = rows.loss_derivatives(X, y, w, code, c if weighted else None, hessian)
     assert np.array_equal(again[0], gradient) and (not hessian or np.array_equal(again[1], total))
 
 
 def test_shared_threads_run_every_pass_on_one_pool_that_ends_with_the_block(monkeypatch):
-    monkeypatch.setattr(fused, "THREADS", 2)
-    monkeypatch.setattr(fused, "BLOCK_ROWS", 5)
+    monkeypatch.setattr(fused._threads, "THREADS", 2)
+    monkeypatch.setattr(fused._threads, "BLOCK_ROWS", 5)
     alone = fused.map_blocks(lambda start: start, 23)
     before = threading.active_count()
     assert alone == [0, 5, 10, 15, 20] and threading.active_count() == before  # a pass alone joins its threads
@@ -226,12 +226,12 @@ def test_hessian_passes_run_blas_on_one_thread_each_and_restore_it(monkeypatch):
     monkeypatch.setattr(fused._blocks, "loss_derivatives", observe)
     rng = np.random.default_rng(0)
     X, y, w = rng.normal(size=(300, 4)), np.where(rng.random(300) < 0.5, -1.0, 1.0), np.zeros(4)
-    monkeypatch.setattr(fused, "THREADS", 2)
+    monkeypatch.setattr(fused._threads, "THREADS", 2)
     fused.loss_derivatives(X, y, w, fused.LOGISTIC_LOSS, None, True)
     assert seen and all(threads == [1] * len(before) for threads in seen)
     assert _blas_threads() == before
     seen.clear()
-    monkeypatch.setattr(fused, "THREADS", 1)
+    monkeypatch.setattr(fused._threads, "THREADS", 1)
     fused.loss_derivatives(X, y, w, fused.LOGISTIC_LOSS, None, True)
     assert seen and all(threads == before for threads in seen)
 
@@ -265,9 +265,9 @@ def test_blas_limit_of_overlapping_blocks_in_threads_lasts_until_the_last_closes
     """Two fits' Hessian passes in two threads: the first block to close leaves BLAS on one thread
     for the other, still open, and the last to close restores the setting from before the first
     opened (not the limit it found on entry)."""
-    monkeypatch.setattr(fused, "THREADS", 2)
+    monkeypatch.setattr(fused._threads, "THREADS", 2)
     blas = _RecordingBlas(threads=2)
-    monkeypatch.setitem(fused._BLAS, "controller", blas)
+    monkeypatch.setitem(fused._threads._BLAS, "controller", blas)
     opened = [threading.Event(), threading.Event()]
     close = [threading.Event(), threading.Event()]
     closed = [threading.Event(), threading.Event()]
@@ -290,7 +290,7 @@ def test_blas_limit_of_overlapping_blocks_in_threads_lasts_until_the_last_closes
     close[1].set()
     for thread in threads:
         thread.join(10)
-    assert blas.threads == 2 and fused._BLAS["holders"] == 0
+    assert blas.threads == 2 and fused._threads._BLAS["holders"] == 0
     with fused.one_blas_thread_each():  # and the next block limits it again
         assert blas.threads == 1
     assert blas.threads == 2
@@ -306,7 +306,7 @@ def test_gathers_counts_are_the_histograms_of_the_finite_rows_it_writes(n):
     order = np.concatenate([order, [2]])  # a refused row last
     out = np.empty((order.size, 5))
     counts = np.zeros((5, 2 * RANGE + 1), dtype=np.int64)
-    refused = _kernel.gather_clipped_rows(X, order.astype(np.intp), 1e6, out, 0.0, counts)
+    refused = _maps.gather_clipped_rows(X, order.astype(np.intp), 1e6, out, 0.0, counts)
     written = np.isfinite(X[order]).all(axis=1)
     assert refused == int((~written).sum()) >= 1
     np.testing.assert_array_equal(counts, _scaling.magnitude_counts(out[written]))

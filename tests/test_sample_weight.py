@@ -38,13 +38,8 @@ from skdpsco.losses import HingeLoss, LogisticLoss, MultinomialLogisticLoss, Pow
 from skdpsco.smoothing import smooth
 from skdpsco.solvers import ALGORITHMS, WEIGHTED_ALGORITHMS, Problem, select_algorithm
 import skdpsco.solvers._core as core
-from skdpsco.solvers._core import (
-    iter_batches,
-    margin_gradient,
-    projected_noisy_sgd,
-    reference_projected_noisy_sgd,
-    uses_kernel,
-)
+from skdpsco.solvers._core import margin_gradient, projected_noisy_sgd, reference_projected_noisy_sgd, uses_kernel
+from skdpsco.rows import iter_batches
 
 
 @pytest.fixture(autouse=True)

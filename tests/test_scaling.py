@@ -14,6 +14,7 @@ import skdpsco.rows as fused_rows
 import skdpsco.linear_model._scaling as scaling
 from skdpsco import DPHingeSVM, DPLogisticRegression, DPLpRegression, PrivacyAccountant
 from skdpsco.accounting import epsilon_of, gaussian_noise_multiplier
+from skdpsco.rows import DENSE, layout_of
 from benchmarks.engine import moment_floor
 from benchmarks.rare_column import rare_table
 
@@ -112,7 +113,7 @@ def test_standardised_rows_are_bounded_and_folding_is_exact_on_unclipped_rows():
     mean, scale = rows.mean(axis=0), rows.std(axis=0)
     clip_norm = 3.0
     standardised = rows.copy()
-    scaling.standardise_rows(standardised, mean, scale, clip_norm)
+    DENSE.standardise_rows(standardised, mean, scale, clip_norm)
     assert np.linalg.norm(standardised, axis=1).max() <= 1 + 1e-12
     coef, intercept = rng.normal(size=(2, 4)), rng.normal(size=2)
     folded, shifted = scaling.fold_scaling(coef, intercept, mean, scale, clip_norm)
@@ -193,13 +194,13 @@ def test_prediction_standardises_and_clips_as_fit_does(monkeypatch):
     the trained model's on the clipped standardised row (the folded linear model alone would
     extrapolate it)."""
     trained = {}
-    original = fused_rows.standardise  # the in-memory rows' standardisation pass
+    original = fused_rows._fused.standardise  # the in-memory rows' standardisation pass
 
     def keep(rows, n_features, mean, scale, clip_norm):
         original(rows, n_features, mean, scale, clip_norm)
         trained["rows"] = rows[:, :n_features].copy()
 
-    monkeypatch.setattr(fused_rows, "standardise", keep)
+    monkeypatch.setattr(fused_rows._fused, "standardise", keep)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3)) * [1.0, 30.0, 0.01] + [0.0, 100.0, 0.0]
     y = (X[:, 0] > 0).astype(int)
@@ -229,14 +230,14 @@ def test_division_by_the_released_scales_never_overflows_and_keeps_directions():
     which leaves their direction, hence their clipped value, unchanged."""
     X = np.array([[1e300, 1.0, -1e299], [3.0, 4.0, 5.0]])
     scales = np.array([2.0**-38, 2.0, 2.0**-30])
-    divided = scaling.divide_by_powers_of_two(X, scales)
+    divided = layout_of(X).divide_by_powers_of_two(X, scales)
     assert np.all(np.isfinite(divided))
     np.testing.assert_array_equal(divided[1], X[1] / scales)  # exact where nothing overflows
     exact_direction = np.array([1e300 * 2.0**(38 - 100), 2.0**(-1 - 100), -1e299 * 2.0**(30 - 100)])  # x / s, 2**-100 of it
     exact_direction /= np.abs(exact_direction).max()
     np.testing.assert_allclose(divided[0] / np.abs(divided[0]).max(), exact_direction, rtol=1e-12, atol=1e-300)
     in_place = X.copy()
-    scaling.divide_by_powers_of_two(in_place, scales, out=in_place)
+    layout_of(in_place).divide_by_powers_of_two(in_place, scales, out=in_place)
     np.testing.assert_array_equal(in_place, divided)
 
 
@@ -345,7 +346,7 @@ def _noise_orders_far_below(plan, counts, seeds, margin):
     """Fits (seeds) in which an all-zero feature (features 2 on) gets an order more than ``margin``
     octaves below the two resolved ones': only a window of pure noise that passes a threshold
     does that."""
-    passes = scaling._FusedPasses(np.zeros((1, plan.n_features)), plan.n_features, counts)
+    passes = fused_rows.FusedPasses(np.zeros((1, plan.n_features)), plan.n_features, scaling.MAGNITUDE_RANGE, counts)
     orders = np.log2([scaling.release_magnitudes(passes, plan, np.random.default_rng(seed)) for seed in seeds])
     return int(np.sum(orders[:, 2:].min(axis=1) < orders[:, :2].min(axis=1) - margin))
 
@@ -572,7 +573,7 @@ def test_a_fit_of_many_rows_releases_the_moments_of_its_first_rows_with_the_same
         return np.zeros(np.shape(value))
 
     def counting(name):
-        original = getattr(fused_rows, name)
+        original = getattr(fused_rows._fused, name)
 
         def run(rows, *args, **options):  # the rows a pass reads: the block, or the order of the gather
             calls.append((name, len(args[0]) if name == "gather_standardised" else rows.shape[0]))
@@ -585,7 +586,7 @@ def test_a_fit_of_many_rows_releases_the_moments_of_its_first_rows_with_the_same
     monkeypatch.setattr(scaling, "release_noise", observe)
     for name in ("standardise", "divide_clip_and_standardise", "divide_clip_and_sum", "gather_standardised",
                  "magnitude_counts"):
-        monkeypatch.setattr(fused_rows, name, counting(name))
+        monkeypatch.setattr(fused_rows._fused, name, counting(name))
     with moment_floor(1000, exact=True):
         subsampled = DPLogisticRegression(epsilon=3.0, classes=[0, 1], random_state=0).fit(X, y)
     # the gather counted the first rows' magnitudes, copied the others once the scale was known
@@ -652,7 +653,7 @@ def test_a_one_pass_solver_reading_rows_as_they_are_gathered_fits_the_model_of_r
     import skdpsco.solvers._core as core
     from skdpsco.solvers import ALGORITHMS
 
-    monkeypatch.setattr(fused_rows, "BLOCK_ROWS", 97)
+    monkeypatch.setattr(fused_rows._threads, "BLOCK_ROWS", 97)
     monkeypatch.setattr(core, "PROGRESS_CHUNK_ROWS", 97)
     rng = np.random.default_rng(2)
     X = rng.normal(size=(3000, 5)) * [1.0, 1e3, 1e-3, 10.0, 1.0]

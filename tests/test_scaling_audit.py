@@ -97,17 +97,17 @@ def test_the_audited_fits_compose_the_scaling_and_the_solver():
 def _late_rows(setup) -> int:
     """The rows the fit of ``setup`` gathers after its releases (:func:`skdpsco.rows.gather_standardised`)."""
     gathered = []
-    original = fused_rows.gather_standardised
+    original = fused_rows._fused.gather_standardised
 
     def spy(X, order, *args, **options):
         gathered.append(len(order))
         return original(X, order, *args, **options)
 
-    fused_rows.gather_standardised = spy
+    fused_rows._fused.gather_standardised = spy
     try:
         setup.run(setup.dataset_0, 0)
     finally:
-        fused_rows.gather_standardised = original
+        fused_rows._fused.gather_standardised = original
     return sum(gathered)
 
 

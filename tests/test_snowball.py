@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skdpsco.accounting import amplification_by_iteration_rho, calibrate_zcdp_rho, epsilon_of
-from skdpsco.solvers._core import clip_rows, iter_batches, project_to_ball, projected_noisy_sgd
+from skdpsco.solvers._core import project_to_ball, projected_noisy_sgd
 from skdpsco.defaults import (
     _rows_needed_bounds,
     jnn_step_multipliers,
@@ -23,6 +23,7 @@ from skdpsco.solvers.snowball import (
     min_samples,
     plan_snowball,
 )
+from skdpsco.rows import DENSE, iter_batches, layout_of
 
 LOGISTIC = dict(lipschitz=math.sqrt(2), smoothness=0.5, radius=10.0)
 
@@ -218,7 +219,7 @@ def test_more_privacy_budget_gives_more_steps():
 
 def test_clip_rows_enforces_the_bound_and_keeps_short_rows():
     X = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]])
-    clipped = clip_rows(X, 1.0)
+    clipped = DENSE.clip_rows(X, 1.0)
     np.testing.assert_allclose(clipped, [[0.6, 0.8], [0.3, 0.4], [0.0, 0.0]])
 
 

@@ -13,6 +13,7 @@ from skdpsco.losses import LogisticLoss
 from skdpsco.smoothing import smooth
 from skdpsco.solvers import ALGORITHMS, Problem, select_algorithm
 from skdpsco.solvers import _core as core
+from skdpsco.rows import CSR, DENSE, RowBatches, _csr, csr_row_block, layout_of
 
 
 def sparse_data(n=240, d=16, seed=0):
@@ -164,14 +165,14 @@ def test_sparse_helpers_match_their_dense_forms():
     X[7] = 0.0  # an empty row
     X[11, :3] = [1e300, -1e300, 5.0]  # a row whose squared norm overflows
     csr = sp.csr_matrix(X)
-    np.testing.assert_allclose(core.row_norms(csr), core.row_norms(X), rtol=1e-15)
-    clipped = core.clip_rows(csr.copy(), 2.0)
-    np.testing.assert_allclose(clipped.toarray(), core.clip_rows(X, 2.0), rtol=1e-15)
-    ordered = core.clipped_rows_in_order(csr, np.arange(300)[::-1], 2.0, fill=0.5)
-    np.testing.assert_allclose(ordered.toarray(), core.clipped_rows_in_order(X, np.arange(300)[::-1], 2.0, fill=0.5))
+    np.testing.assert_allclose(layout_of(csr).row_norms(csr), layout_of(X).row_norms(X), rtol=1e-15)
+    clipped = CSR.clip_rows(csr.copy(), 2.0)
+    np.testing.assert_allclose(clipped.toarray(), layout_of(X).clip_rows(X, 2.0), rtol=1e-15)
+    ordered = layout_of(csr).clipped_rows_in_order(csr, np.arange(300)[::-1], 2.0, fill=0.5)
+    np.testing.assert_allclose(ordered.toarray(), layout_of(X).clipped_rows_in_order(X, np.arange(300)[::-1], 2.0, fill=0.5))
     scales = 2.0 ** np.array([-60, 3, 0, -2, 1, 0, 0, 5, -1])  # the first overflows row 11
-    np.testing.assert_array_equal(_scaling.divide_by_powers_of_two(csr, scales).toarray(),
-                                  _scaling.divide_by_powers_of_two(X, scales))
+    np.testing.assert_array_equal(layout_of(csr).divide_by_powers_of_two(csr, scales).toarray(),
+                                  layout_of(X).divide_by_powers_of_two(X, scales))
 
 
 def _overflowing_csr(n=300, d=9, seed=3, index_type=np.int32):
@@ -198,23 +199,23 @@ def test_sparse_rows_in_order_are_scipys_rows_in_that_order_clipped(index_type, 
     rng = np.random.default_rng(0)
     for order in (rng.permutation(300), rng.integers(0, 300, 500), np.arange(0)):
         reference = csr[order]
-        core.clip_rows(reference, bound, out=reference)
+        layout_of(reference).clip_rows(reference, bound, out=reference)
         if fill is not None:
-            reference = core.with_constant_column(reference, fill)
-        _same_csr(core.clipped_rows_in_order(csr, order, bound, fill=fill), reference)
+            reference = layout_of(reference).with_constant_column(reference, fill)
+        _same_csr(layout_of(csr).clipped_rows_in_order(csr, order, bound, fill=fill), reference)
 
 
 def test_the_intercept_column_is_written_into_the_slots_the_gather_left():
     csr = _overflowing_csr()
     order = np.random.default_rng(1).permutation(300)
-    rows = core.clipped_rows_in_order(csr, order, np.inf, spare_column=True)
+    rows = layout_of(csr).clipped_rows_in_order(csr, order, np.inf, spare_column=True)
     _same_csr(rows, csr[order])  # the releases read the features alone
     data, indices = rows.data.base, rows.indices.base
     assert data.size == indices.size == csr.nnz + 300  # one slot per row, after the rows' entries
-    appended = core.with_constant_column(rows, 0.75, in_place=True)
+    appended = layout_of(rows).with_constant_column(rows, 0.75, in_place=True)
     for part, room in ((appended.data, data), (appended.indices, indices)):  # no second copy: the same arrays
         assert part.size == room.size and np.shares_memory(part, room)
-    _same_csr(appended, core.with_constant_column(csr[order], 0.75))
+    _same_csr(appended, layout_of(csr[order]).with_constant_column(csr[order], 0.75))
     ends = appended.indptr[1:] - 1  # the slot: the last entry of every row
     np.testing.assert_array_equal(appended.indices[ends], 9)
     np.testing.assert_array_equal(appended.data[ends], 0.75)
@@ -223,9 +224,9 @@ def test_the_intercept_column_is_written_into_the_slots_the_gather_left():
 def test_a_constant_column_without_room_is_built_in_new_arrays():
     csr = _overflowing_csr()
     before = csr.copy()
-    appended = core.with_constant_column(csr, 0.75, in_place=True)  # no slots: a copy
+    appended = layout_of(csr).with_constant_column(csr, 0.75, in_place=True)  # no slots: a copy
     _same_csr(csr, before)
-    _same_csr(appended, core.with_constant_column(before, 0.75))
+    _same_csr(appended, layout_of(before).with_constant_column(before, 0.75))
     assert not np.shares_memory(appended.data, csr.data)
 
 
@@ -233,24 +234,24 @@ def test_the_sparse_gather_refuses_non_finite_entries():
     csr = _overflowing_csr()
     csr.data[5] = np.nan
     with pytest.raises(ValueError, match="NaN or infinity"):
-        core.clipped_rows_in_order(csr, np.arange(300), np.inf, spare_column=True)
+        layout_of(csr).clipped_rows_in_order(csr, np.arange(300), np.inf, spare_column=True)
 
 
 def test_sparse_row_blocks_and_the_in_place_division_do_not_depend_on_the_blocks(monkeypatch):
     csr = _overflowing_csr()
     scales = 2.0 ** np.array([-60, 3, 0, -2, 1, 0, 0, 5, -1])  # the first overflows row 11
-    reference = _scaling.divide_by_powers_of_two(csr.toarray(), scales)
-    norms, clipped = core.row_norms(csr), core.clip_rows(csr, 2.0)  # in blocks of all the rows
-    monkeypatch.setattr(core, "SPARSE_BLOCK_ENTRIES", 7)  # blocks of a few rows, one row where it stores more
-    blocks = list(core._sparse_row_blocks(csr))
+    reference = DENSE.divide_by_powers_of_two(csr.toarray(), scales)
+    norms, clipped = layout_of(csr).row_norms(csr), layout_of(csr).clip_rows(csr, 2.0)  # in blocks of all the rows
+    monkeypatch.setattr(_csr, "SPARSE_BLOCK_ENTRIES", 7)  # blocks of a few rows, one row where it stores more
+    blocks = list(_csr.sparse_row_blocks(csr))
     assert len(blocks) > 50 and blocks[-1][0].stop == 300
     assert all(b.stop - b.start == 1 or e.stop - e.start <= 7 for b, e in blocks)
     data = csr.data
-    divided = _scaling.divide_by_powers_of_two(csr, scales, out=csr)
+    divided = layout_of(csr).divide_by_powers_of_two(csr, scales, out=csr)
     assert divided is csr and csr.data is data  # in place: the rows' own arrays
     np.testing.assert_array_equal(divided.toarray(), reference)
-    np.testing.assert_array_equal(core.row_norms(_overflowing_csr()), norms)
-    _same_csr(core.clip_rows(_overflowing_csr(), 2.0), clipped)
+    np.testing.assert_array_equal(CSR.row_norms(_overflowing_csr()), norms)
+    _same_csr(CSR.clip_rows(_overflowing_csr(), 2.0), clipped)
 
 
 def traced_peak_over_X(estimator, X, y) -> float:
@@ -284,7 +285,7 @@ def test_the_sparse_scaled_gram_is_scipys_product_bit_for_bit(index_type):
     csr.data *= 10.0 ** rng.integers(-8, 8, csr.nnz)  # magnitudes whose sums round differently in another order
     csr.indices, csr.indptr = csr.indices.astype(index_type), csr.indptr.astype(index_type)
     factors = rng.random(400) * (rng.random(400) < 0.9)  # some rows weigh nothing
-    scaled = core.scale_sparse_rows(csr, factors)
+    scaled = _csr.scale_sparse_rows(csr, factors)
     expected = (scaled.T @ scaled).toarray()
     np.testing.assert_array_equal(fused_rows.sparse_scaled_gram(csr, factors), expected)
     np.testing.assert_allclose(expected, (csr.toarray() * factors[:, None]).T @ (csr.toarray() * factors[:, None]),
@@ -295,7 +296,7 @@ def test_the_sparse_scaled_gram_is_scipys_product_bit_for_bit(index_type):
 
 def test_a_csr_row_block_is_a_view_of_the_rows():
     csr = _overflowing_csr()
-    block = core.csr_row_block(csr, slice(40, 90))
+    block = csr_row_block(csr, slice(40, 90))
     _same_csr(block, csr[40:90])
     assert np.shares_memory(block.data, csr.data) and np.shares_memory(block.indices, csr.indices)
     block.data[:] = 0.0  # the rows' own entries
@@ -320,7 +321,7 @@ def test_newtons_sparse_pass_is_the_numpy_blocks_bit_for_bit():
         block, block_labels = csr[start:start + newton.HESSIAN_BLOCK], labels[start:start + newton.HESSIAN_BLOCK]
         margins = block @ w
         expected_gradient += loss.derivative(margins, block_labels) @ block
-        scaled = core.scale_sparse_rows(block, np.sqrt(expit(margins) * expit(-margins)))
+        scaled = _csr.scale_sparse_rows(block, np.sqrt(expit(margins) * expit(-margins)))
         expected_hessian += (scaled.T @ scaled).toarray()
     assert newton.HESSIAN_BLOCK < 20000
     np.testing.assert_array_equal(gradient, expected_gradient)
@@ -342,7 +343,7 @@ def test_newton_reads_an_unstored_intercept_column_as_if_stored(loss_name):
 
     X, rng = _short_rows()
     fill = 0.6180339887
-    stored = core.with_constant_column(X, fill)
+    stored = layout_of(X).with_constant_column(X, fill)
     y = np.where(rng.random(X.shape[0]) < 0.5, 1.0, -1.0)
     w = rng.standard_normal(X.shape[1] + 1)
     loss = {"logistic": LogisticLoss(), "squared": PowerLoss(2.0), "weighted": WeightedLoss(LogisticLoss()),
@@ -365,7 +366,7 @@ def test_the_csr_kernel_reads_an_unstored_intercept_column_as_if_stored(route):
 
     X, rng = _short_rows()
     fill = 0.6180339887
-    stored = core.with_constant_column(X, fill)
+    stored = layout_of(X).with_constant_column(X, fill)
     y = np.where(rng.random(X.shape[0]) < 0.5, 1.0, -1.0)
     if route == "full_batches":
         sizes, order, loss = np.full(25, X.shape[0]), None, smooth(HingeLoss(), 0.3)
@@ -375,8 +376,8 @@ def test_the_csr_kernel_reads_an_unstored_intercept_column_as_if_stored(route):
     if route == "reference":  # a loss without a compiled derivative: batches copied with their column
         loss, y = smooth(PinballLoss(0.3), 0.2), rng.standard_normal(X.shape[0])
     cycle = order is None
-    unstored = core.RowBatches(X, y, order, sizes, cycle=cycle, intercept=fill)
-    expected = core.RowBatches(stored, y, order, sizes, cycle=cycle)
+    unstored = RowBatches(X, y, order, sizes, cycle=cycle, intercept=fill, layout=CSR)
+    expected = RowBatches(stored, y, order, sizes, cycle=cycle)
     gradient = core.margin_gradient(loss, 0.01)
     w0 = np.zeros(X.shape[1] + 1)
     assert core.uses_kernel(gradient, unstored, w0) == (route != "reference") == core.uses_kernel(gradient, expected, w0)

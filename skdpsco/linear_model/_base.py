@@ -18,7 +18,6 @@ from abc import abstractmethod
 
 import dp_accounting
 import numpy as np
-from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -41,14 +40,7 @@ from ..accounting import (
 from ..accounting._ledger import CarriesDefaultLedger, charge_fit
 from ..losses import PinballLoss, PowerLoss, WeightedLoss, weighted_targets
 from ..solvers import ALGORITHMS, WEIGHTED_ALGORITHMS, Problem, ftrl, select_algorithm
-from ..solvers._core import (
-    _refuse_non_finite,
-    canonical_csr,
-    clip_rows,
-    clipped_rows_in_order,
-    is_dask,
-    with_constant_column,
-)
+from ..rows import DENSE, is_lazy, layout_of, refuse_non_finite
 from .. import rows as fused_rows
 from . import _bounds, _scaling
 
@@ -59,7 +51,7 @@ def _copies_head_only(X, moment_rows: int, row_bound: bool) -> bool:
     after the releases: in-memory rows the compiled kernels read (:func:`skdpsco.rows.fused_layout`),
     releases over fewer rows than ``n`` and no released row bound. Public: the layout, ``n`` and
     the plan."""
-    return moment_rows < X.shape[0] and not row_bound and fused_rows.fused_layout(X)
+    return moment_rows < X.shape[0] and not row_bound and layout_of(X).fused(X)
 
 
 def _label_indices(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -436,24 +428,24 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         model on the standardised, clipped rows: the model is a function of the rows ``fit`` could
         have seen, and a row ``fit`` would have shrunk is shrunk here too."""
         check_is_fitted(self)
-        if is_dask(X):
+        if is_lazy(X):
             raise TypeError(
                 "predict, decision_function and score take in-memory rows (numpy or scipy.sparse); for a "
                 "Dask array use X.map_blocks(model.predict, drop_axis=1, dtype=...) (each block is in-memory rows)."
             )
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64, reset=False)
-        if sparse.issparse(X):
-            # a model fitted on sparse rows predicts on sparse rows; one fitted on dense rows
-            # (standardised) on the same rows made dense, whose width it was fitted on
-            X = canonical_csr(X) if self.standardisation_ is None else X.toarray()
-        shrunk = _scaling.divide_by_powers_of_two(X, self.feature_scales_)
-        shrunk = clip_rows(shrunk, self.row_norm_, out=shrunk)
+        # a model fitted on sparse rows predicts on sparse rows; one fitted on dense rows
+        # (standardised) on the same rows made dense, whose width it was fitted on
+        X = layout_of(X).in_layout(X, dense=self.standardisation_ is not None)
+        layout = layout_of(X)
+        shrunk = layout.divide_by_powers_of_two(X, self.feature_scales_)
+        shrunk = layout.clip_rows(shrunk, self.row_norm_, out=shrunk)
         if self.standardisation_ is not None:
             mean, scale, clip_norm = self.standardisation_
             standardised = (shrunk - mean) / scale
-            clip_rows(standardised, clip_norm, out=standardised)
+            DENSE.clip_rows(standardised, clip_norm, out=standardised)
             shrunk = standardised * scale + mean
-        return _scaling.divide_by_powers_of_two(shrunk, 1.0 / self.feature_scales_, out=shrunk)
+        return layout.divide_by_powers_of_two(shrunk, 1.0 / self.feature_scales_, out=shrunk)
 
     @property
     def _domain_radius(self) -> float:
@@ -508,7 +500,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         )
 
     def _fit_steps(self, X, y, sample_weight=None) -> None:
-        dask_input = is_dask(X)  # public, as the format below: the kind of the input, not its values
+        dask_input = is_lazy(X)  # public, as the format below: the kind of the input, not its values
         if dask_input:
             X, y = self._validated_dask(X, y, sample_weight)
         else:
@@ -517,10 +509,10 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
                 self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, ensure_min_samples=2,
                 y_numeric=self._numeric_targets, ensure_all_finite=False,
             )
-        # public: the format of the input, not its values; read by the properties that plan the fit
-        self._sparse_input = is_sparse = sparse.issparse(X)
-        if is_sparse:
-            X = canonical_csr(X)
+        # public: the layout of the input, not its values; read by the properties that plan the fit
+        layout = layout_of(X)
+        self._sparse_input = is_sparse = layout.name == "sparse"
+        X = layout.canonical(X)
         # sparse and Dask rows get their intercept column after the releases that read the features
         late_intercept = is_sparse or dask_input
         targets = self._encode_targets(y)
@@ -565,8 +557,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
                 f"output perturbation); got algorithm={self.algorithm!r}. Choose one of those "
                 "algorithms, or a delta > 0."
             )
-        kind = "dask" if dask_input else "sparse" if is_sparse else "dense"
-        algorithm = select_algorithm(problem, self.constraint, rows=kind) if self.algorithm == "auto" else self.algorithm
+        algorithm = select_algorithm(problem, self.constraint, rows=layout.name) if self.algorithm == "auto" else self.algorithm
         if dask_input:
             self._check_dask_algorithm(algorithm)
         solver = self._configured_solver(algorithm)
@@ -596,7 +587,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         bound = np.inf if data_norm is None else data_norm
         counted = pending = None  # the histograms of the orders of magnitude, when the copy counted them
         if dask_input:  # a lazy map of the row blocks, read in the order of its blocks
-            rows = clip_rows(X, bound)
+            rows = layout.clip_rows(X, bound)
         else:
             moment_rows = n_samples
             if self._scales_features:
@@ -709,7 +700,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         # the rows [X, fill] without the column stored (one entry a row fewer), or with it
         columns = {"intercept": fill} if implicit_intercept else {}
         if late_intercept and fill is not None and not implicit_intercept:
-            rows = with_constant_column(rows, fill, in_place=True)  # in the slots the gather left
+            rows = layout.with_constant_column(rows, fill, in_place=True)  # in the slots the gather left
         task_rngs = task_rng.spawn(len(tasks))
         # in memory the rows are already in their random order; Dask rows are read in ``order``
         in_sequence = {"order": order if dask_input else np.arange(n_samples)} if getattr(solver, "shuffles_rows", False) else {}
@@ -770,7 +761,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
                 )
             if sample_weight is not None:
                 self._check_stream_setting(sample_weight)
-        if is_dask(X):
+        if is_lazy(X):
             raise TypeError("partial_fit takes in-memory rows (numpy or scipy.sparse); pass each block of a Dask collection in its own call.")
         X, y = validate_data(
             self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, reset=first,
@@ -782,7 +773,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         order_rng, noise_rng = self._call_generator(stream).spawn(2)
         order = order_rng.permutation(X.shape[0])  # the leaves of a call are random shares of it
         fill = stream.data_norm if stream.fit_intercept else None
-        rows = clipped_rows_in_order(X.toarray() if sparse.issparse(X) else X, order, stream.data_norm, fill=fill)
+        rows = DENSE.clipped_rows_in_order(layout_of(X).in_layout(X, dense=True), order, stream.data_norm, fill=fill)
         targets = targets[order]
         coefs = [ftrl.stream_steps(stream.plan, state, rows, task, stream.problem, rng)
                  for state, task, rng in zip(stream.states, self._tasks(targets), noise_rng.spawn(len(stream.states)),
@@ -903,7 +894,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
             raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of 2 is required.")
         self.n_features_in_ = X.shape[1]
         if not _dask.all_finite(X, y if self._numeric_targets else None):  # labels: :meth:`_encode_targets`
-            _refuse_non_finite()
+            refuse_non_finite()
         return X, y
 
     def _check_dask_algorithm(self, algorithm: str) -> None:
@@ -973,7 +964,7 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
     def _gathered(self, X, order: np.ndarray, bound: float, fill: float | None, row_bound: bool, moment_rows: int,
                   non_finite=None, spare_column: bool = False) -> tuple:
         """``(rows, counts, pending)``: the fit's copy of the in-memory rows ``X[order]`` clipped to
-        ``bound`` (:func:`~skdpsco.solvers._core.clipped_rows_in_order`), with the histograms of
+        ``bound`` (:meth:`~skdpsco.rows._memory.InMemoryRows.clipped_rows_in_order`), with the histograms of
         the orders of magnitude the scaling releases (``None`` when it does not, or when the
         gather did not count them), before anything is charged. Every row is checked finite.
 
@@ -983,26 +974,26 @@ class BaseDPLinearModel(CarriesDefaultLedger, BaseEstimator):
         others are read once ``X`` is checked finite (``non_finite``, the count of
         :func:`skdpsco.rows.start_count_non_finite` started while the order was drawn, or started
         here), and ``pending = (X, order[m:], bound, fill)`` says so: they are gathered already
-        scaled once the releases are known (:meth:`~._scaling._FusedPasses.standardise`), one pass
+        scaled once the releases are known (:meth:`skdpsco.rows.FusedPasses.standardise`), one pass
         over them instead of a copy and a rewrite. Else ``pending`` is ``None``. ``spare_column``:
         a CSR copy keeps a slot per row for the intercept column
-        (:func:`~skdpsco.solvers._core.clipped_rows_in_order`)."""
+        (:meth:`~skdpsco.rows._memory.InMemoryRows.clipped_rows_in_order`)."""
         n_samples, n_features = X.shape
         counting = self._scales_features and self._data_norm is None and not row_bound
         magnitude_range = _scaling.MAGNITUDE_RANGE if counting else None
         m = moment_rows
         if not _copies_head_only(X, m, row_bound):
-            gathered = clipped_rows_in_order(X, order, bound, fill=fill,
+            gathered = layout_of(X).clipped_rows_in_order(X, order, bound, fill=fill,
                                              magnitude_range=magnitude_range if m == n_samples else None,
                                              spare_column=spare_column)
             rows, counts = gathered if counting and m == n_samples else (gathered, None)
             return rows, counts, None
         rows = np.empty((n_samples, n_features + (fill is not None)))
-        gathered = clipped_rows_in_order(X, order[:m], bound, fill=fill, magnitude_range=magnitude_range,
+        gathered = DENSE.clipped_rows_in_order(X, order[:m], bound, fill=fill, magnitude_range=magnitude_range,
                                          out=rows[:m])
         counts = gathered[1] if counting else None
         if (non_finite or fused_rows.start_count_non_finite(X))():
-            _refuse_non_finite()
+            refuse_non_finite()
         return rows, counts, (X, order[m:].copy(), bound, fill)  # a copy: the whole order is not held
 
     def _divide_by_row_bound(self, passes, plan, rng: np.random.Generator) -> tuple:
@@ -1425,7 +1416,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseDPLinea
         label value or a count read from ``y``. A Dask ``y`` needs ``classes`` (its label set
         would be one more pass and an unaccounted release) and is encoded lazily.
         """
-        if is_dask(y):
+        if layout_of(y).lazy:
             return self._encode_dask_targets(y)
         if not (y.ndim == 1 and y.dtype.kind in "biu"):  # integer labels: always binary or multiclass
             check_classification_targets(y)  # (it finds the distinct labels to tell which: a pass and a sort)

@@ -27,12 +27,11 @@ from dataclasses import dataclass
 import dp_accounting
 import numpy as np
 
-from .. import rows as fused_rows
 from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
 from .._noise import release_noise
-from ..solvers._core import is_dask
-from ._scaling import MAGNITUDE_RANGE, MAGNITUDE_THRESHOLD, magnitude_counts
+from ..rows import layout_of
+from ._scaling import MAGNITUDE_RANGE, MAGNITUDE_THRESHOLD
 
 __all__ = [
     "BOUND_SHARE",
@@ -206,7 +205,7 @@ def release_bound(values: np.ndarray, plan: BoundPlan, rng: np.random.Generator,
     fallback_cap : int or None
         Largest order the fallback may release (``None``: no cap).
     """
-    values = values if is_dask(values) else np.asarray(values, dtype=float)
+    values = layout_of(values).as_floats(values)
     noisy = _noisy_histograms([values], plan, rng)
     return _top_significant_order(noisy, plan, fallback_cap)
 
@@ -242,7 +241,7 @@ def release_centred_bound(y, plan: BoundPlan, rng: np.random.Generator, fallback
     fallback_cap : int or None
         Largest order the fallback may release (``None``: no cap).
     """
-    y = y if is_dask(y) else np.asarray(y, dtype=float)
+    y = layout_of(y).as_floats(y)
     noisy = _noisy_histograms((_signed_part(y, sign) for sign in (1.0, -1.0)), plan, rng)
     width = 2 * MAGNITUDE_RANGE + 1
     positive, negative = noisy[:width], noisy[width:]
@@ -254,11 +253,9 @@ def release_centred_bound(y, plan: BoundPlan, rng: np.random.Generator, fallback
 
 
 def _signed_part(y, sign: float):
-    """``max(sign y, 0)``, in one new array for targets in memory."""
-    if is_dask(y):
-        return np.maximum(sign * y, 0.0)
-    part = np.multiply(y, sign)
-    return np.maximum(part, 0.0, out=part)
+    """``max(sign y, 0)``, in one new array for targets in memory (the targets' layout's
+    ``positive_part``; lazily for Dask targets)."""
+    return layout_of(y).positive_part(y, sign)
 
 
 def _significant(noisy: np.ndarray, plan: BoundPlan) -> bool:
@@ -280,15 +277,13 @@ def order_counts(columns) -> np.ndarray:
 
 
 def _order_counts(column) -> np.ndarray:
-    """The histogram of :func:`order_counts` of one column. In memory, by the compiled kernel of
-    the rows' magnitudes (:func:`skdpsco.rows.magnitude_counts`, the same integers as
-    :func:`~._scaling.magnitude_counts`, in one pass and no temporary), on the column as a
-    one-feature block of rows; an infinite value (a finite row longer than the float range has
-    an infinite norm) lands in the top bin, as the largest float does."""
-    if is_dask(column):
-        return magnitude_counts(np.minimum(column, np.finfo(float).max)[:, None])[0]
-    column = np.ascontiguousarray(column, dtype=np.float64).reshape(-1, 1)
-    return fused_rows.magnitude_counts(column, 1, MAGNITUDE_RANGE)[0]
+    """The histogram of :func:`order_counts` of one column (its layout's
+    ``vector_magnitude_counts``: in memory, the compiled kernel of the rows' magnitudes,
+    :func:`skdpsco.rows.magnitude_counts`, the same integers as :func:`~._scaling.magnitude_counts`,
+    in one pass and no temporary, on the column as a one-feature block of rows); an infinite value
+    (a finite row longer than the float range has an infinite norm) lands in the top bin, as the
+    largest float does."""
+    return layout_of(column).vector_magnitude_counts(column, MAGNITUDE_RANGE)
 
 
 def _noisy_histograms(columns, plan: BoundPlan, rng: np.random.Generator) -> np.ndarray:

@@ -9,7 +9,7 @@ from sklearn.metrics import d2_tweedie_score
 
 from ..defaults import poisson_window
 from ..losses import PoissonLoss
-from ..solvers._core import is_dask
+from ..rows import layout_of
 from ._regression import BaseDPRegressor
 
 
@@ -99,7 +99,7 @@ row_norm_, standardisation_
         """Float targets in ``[0, y_bound]``; a negative target is refused (outside the loss's
         domain, as in scikit-learn; like NaN, it is no dataset of the public domain)."""
         y = super()._encode_targets(y)
-        negative = (y < 0).any().compute() if is_dask(y) else np.any(y < 0)
+        negative = layout_of(y).any(y < 0)
         if negative:
             raise ValueError("DPPoissonRegressor needs non-negative targets y (counts).")
         return y

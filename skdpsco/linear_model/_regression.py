@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..defaults import regression_radius
 from ..losses import PowerLoss
-from ..solvers._core import is_dask
+from ..rows import layout_of
 from . import _bounds
 from ._base import BaseDPLinearModel, SmoothingMixin
 
@@ -131,7 +131,7 @@ class BaseDPRegressor(RegressorMixin, BaseDPLinearModel):
         return _bounds.SCALED_BOUND if self._private_target_bound else float(self.y_bound)
 
     def _encode_targets(self, y):
-        y = y.astype(float) if is_dask(y) else np.asarray(y, dtype=float)
+        y = layout_of(y).as_floats(y)
         if self._private_target_bound:  # clipped to the released bound inside fit
             return y
         return np.clip(y, -float(self.y_bound), float(self.y_bound))

@@ -19,7 +19,7 @@ The data flow of one scaled fit (``BaseDPLinearModel._fit_steps``):
    (l2-sensitivity ``sqrt(2)``): a feature's spread is often far below its mean on raw data,
    and the centred, tighter clip resolves it where ``E[x**2] - mean**2`` drowns in the noise of
    both (the clip biases wide spreads down; step 3's clip and prediction absorb that);
-3. each row becomes ``clip_C((x - mean) / scale) / C`` (:func:`standardise_rows`) with the public
+3. each row becomes ``clip_C((x - mean) / scale) / C`` (:func:`skdpsco.rows._dense.standardise_rows`) with the public
    norm ``C = STANDARDISED_NORM_FACTOR * sqrt(d)``, so the solver sees rows of norm at most 1;
 4. the solver's coefficients on those rows are folded back (:func:`fold_scaling`) into
    ``coef_`` and ``intercept_`` on the rows of step 1: for a row the second clip leaves alone the
@@ -30,7 +30,7 @@ Steps 0 and 2 read the first :func:`moment_rows` rows of the fit's uniformly ran
 of them up to ``2**13`` rows, more at small budgets and many features: enough that the variances'
 noise is below the relative floor and that the orders are resolved): beyond those, more rows
 would buy little accuracy of the scale and cost reads of every row. The rest are read once, and
-scaled as they are copied (:class:`_FusedPasses`).
+scaled as they are copied (:class:`skdpsco.rows.FusedPasses`).
 
 The releases of steps 0 and 2 and the solver's event compose into the fit's one event; the
 shares of the budget the releases get are :data:`MAGNITUDE_SHARE` and :data:`SCALING_SHARE`.
@@ -45,13 +45,12 @@ from dataclasses import dataclass, replace
 
 import dp_accounting
 import numpy as np
-from scipy import optimize, sparse, stats
+from scipy import optimize, stats
 
 from .. import rows as fused_rows
 from .._secure import noisy_release
 from ..accounting import gaussian_event, pure_dp_event
 from .._noise import release_noise
-from ..solvers._core import ROW_BLOCK, _dask, _sparse_row_blocks, clip_rows, is_dask, row_norms
 
 __all__ = [
     "CENTRED_NORM_FACTOR",
@@ -69,7 +68,6 @@ __all__ = [
     "STANDARDISED_NORM_FACTOR",
     "VARIANCE_THRESHOLD",
     "ScalingPlan",
-    "divide_by_powers_of_two",
     "feature_passes",
     "fold_scaling",
     "laplace_moments_sensitivity",
@@ -81,7 +79,6 @@ __all__ = [
     "plan_scaling",
     "release_magnitudes",
     "release_moments",
-    "standardise_rows",
 ]
 
 def moment_sensitivities(n_features: int, laplace: bool) -> tuple[float, float]:
@@ -501,69 +498,11 @@ def magnitude_bins(X: np.ndarray) -> np.ndarray:
 _HALF_OCTAVE = math.sqrt(0.5)
 
 
-OVERFLOW_SAFE_EXPONENT = 900
-"""A row whose quotient ``x / s`` would overflow is first brought to largest entry ``2**900``: still
-far above any row bound, so the clip that follows gives the same row as exact arithmetic would."""
-
-
-def divide_by_powers_of_two(X: np.ndarray, scales: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``X / scales`` for per-feature powers of two, without overflow: a row whose quotient would
-    exceed the float range is divided by a further power of two first (the same for its every
-    entry, so its direction is kept). The rows are clipped to a bound far below ``2**900``
-    afterwards, which makes the two the same; without this a single finite row could make ``fit``
-    raise on one dataset and not on its neighbour, an unaccounted release.
-
-    Exact: a product by a power of two only changes the exponent (correctly rounded, as
-    ``np.ldexp``, where the result is subnormal). A CSR ``X`` keeps its sparsity pattern
-    (:func:`_divide_sparse_by_powers_of_two`; ``out`` is then ``None`` or ``X``)."""
-    if is_dask(X):  # composed with the rows' earlier maps (:func:`skdpsco._dask.map_rows`)
-        return _dask().map_rows(X, divide_by_powers_of_two, scales)
-    exponents = np.rint(np.log2(scales)).astype(np.int64)
-    if sparse.issparse(X):
-        return _divide_sparse_by_powers_of_two(X, exponents, in_place=out is X)
-    shrinking = exponents < 0  # only a division by a power below 1 can overflow
-    limits = np.ldexp(1.0, 1023 + exponents[shrinking])
-    overflowing = (np.abs(X[:, shrinking]) >= limits).any(axis=1)
-    rows = np.array(X[overflowing], dtype=float)  # before an in-place division overwrites them
-    factors = np.ldexp(1.0, -exponents)  # a product by a power of two is exact, like ldexp, and faster
-    with np.errstate(over="ignore"):  # no warning either: it would tell that some row overflowed
-        out = np.multiply(X, factors, out=out)
-    if rows.size:
-        with np.errstate(divide="ignore"):
-            top = np.max(np.log2(np.abs(rows)) - exponents, axis=1)
-        extra = np.ceil(top).astype(np.int64) - OVERFLOW_SAFE_EXPONENT
-        out[overflowing] = np.ldexp(rows, (-exponents)[None, :] - extra[:, None])
-    return out
-
-
-def _divide_sparse_by_powers_of_two(X, exponents: np.ndarray, in_place: bool):
-    """:func:`divide_by_powers_of_two` of a CSR ``X`` by ``2**exponents``, on its stored entries,
-    with the same rule for a row that would overflow; a block of rows at a time, each block's
-    quotients computed before any of its entries is overwritten (in place: ``X``'s own arrays,
-    temporaries of a block's size)."""
-    out = X if in_place else X.copy()
-    factors = np.ldexp(1.0, -exponents)
-    for rows, entries in _sparse_row_blocks(X):
-        columns = X.indices[entries]
-        with np.errstate(over="ignore"):  # no warning: it would tell that some row overflowed
-            data = X.data[entries] * factors[columns]
-        starts = X.indptr[rows.start:rows.stop + 1] - entries.start
-        for row in np.unique(np.searchsorted(starts, np.flatnonzero(~np.isfinite(data)), side="right") - 1):
-            block = slice(starts[row], starts[row + 1])
-            values = X.data[entries][block]
-            with np.errstate(divide="ignore"):
-                top = np.max(np.log2(np.abs(values)) - exponents[columns[block]])
-            extra = int(np.ceil(top)) - OVERFLOW_SAFE_EXPONENT
-            data[block] = np.ldexp(values, -exponents[columns[block]] - extra)
-        out.data[entries] = data
-    return out
-
-
-def magnitude_counts(X: np.ndarray, block: int = ROW_BLOCK) -> np.ndarray:
+def magnitude_counts(X: np.ndarray, block: int = 4096) -> np.ndarray:
     """The ``(n_features, 2 * MAGNITUDE_RANGE + 1)`` histograms of :func:`magnitude_bins`, zeros
-    left out, counted ``block`` rows at a time (the temporaries stay a block's size, not ``X``'s)."""
-    if is_dask(X):  # one pass: the blocks' histograms (compiled, the same integers), summed
-        return _dask().magnitude_counts(X)
+    left out, counted ``block`` rows at a time (the temporaries stay a block's size, not ``X``'s):
+    the numpy reference of the compiled histograms every layout counts
+    (:func:`skdpsco.rows.magnitude_counts`, the layouts' ``magnitude_counts``)."""
     n_features = X.shape[1]
     width = 2 * MAGNITUDE_RANGE + 1
     offsets = np.arange(n_features) * width
@@ -712,195 +651,11 @@ def release_moments(rows, plan: ScalingPlan, rng: np.random.Generator,
     return mean, np.sqrt(variance)
 
 
-class _FusedPasses:
-    """The scaling's passes over a fit's in-memory rows (:func:`skdpsco.rows.fused_layout`: one
-    C-contiguous float64 array, the ``n_features`` features first): the fused kernels of
-    :mod:`skdpsco.rows`, one pass each, the rows rewritten in place."""
-
-    def __init__(self, rows: np.ndarray, n_features: int, magnitude_counts: np.ndarray | None = None, pending=None):
-        self.rows, self.n_features = rows, int(n_features)
-        self.counted = magnitude_counts  # the histograms the gather counted as it copied the rows
-        # (X, order, bound, fill): the last len(order) rows are still to be gathered from X[order]
-        # (clipped to bound), scaled, by :meth:`standardise`; the histograms are of the others
-        self.pending = pending
-        self._in_progress, self._first_in_progress = None, 0  # the pending rows being gathered, from that row on
-
-    def rows_written(self, stop: int | None = None) -> None:
-        """Return once the rows before ``stop`` (default: all) are written: :meth:`standardise`
-        leaves the pending rows to the threads of :func:`skdpsco.rows.shared_threads`, which a
-        one-pass solver reading the rows in sequence overlaps with its pass
-        (:class:`skdpsco.rows.RowsInProgress`)."""
-        if self._in_progress is not None:
-            self._in_progress.wait(None if stop is None else stop - self._first_in_progress)
-
-    def row_norms(self) -> np.ndarray:
-        return row_norms(self.rows[:, :self.n_features])
-
-    def head(self, n_rows: int) -> "_FusedPasses":
-        """The passes over the first ``n_rows`` rows (a view: in place on these rows); with rows
-        pending, the rows gathered (the histograms the gather counted are theirs)."""
-        if self.pending is not None:
-            return _FusedPasses(self.rows[:self._gathered_rows], self.n_features, self.counted)
-        return self if n_rows >= self.rows.shape[0] else _FusedPasses(self.rows[:n_rows], self.n_features)
-
-    @property
-    def _gathered_rows(self) -> int:
-        return self.rows.shape[0] - (0 if self.pending is None else len(self.pending[1]))
-
-    def magnitude_counts(self) -> np.ndarray:
-        if self.counted is not None:
-            return self.counted
-        return fused_rows.magnitude_counts(self.rows, self.n_features, MAGNITUDE_RANGE)
-
-    def divide_and_clip(self, scales: np.ndarray, bound: float) -> np.ndarray:
-        """Divide by the powers of two ``scales`` and clip to ``bound``, in place; returns the
-        column sums of the result, computed in the same pass."""
-        return fused_rows.divide_clip_and_sum(self.rows, self.n_features, scales, bound)
-
-    def column_sums(self) -> np.ndarray:
-        return self.rows[:, :self.n_features].sum(axis=0)
-
-    def centred_square_sums(self, mean: np.ndarray, clip: float) -> np.ndarray:
-        return fused_rows.centred_square_sums(self.rows, self.n_features, mean, clip)
-
-    def standardise(self, mean: np.ndarray, scale: np.ndarray, clip_norm: float, undivided=None) -> None:
-        """Standardise the rows in place; ``undivided = (start, scales, bound)``: the rows from
-        ``start`` on are first divided and clipped (:meth:`divide_and_clip`), in the same pass.
-        Pending rows are gathered so, divided by ``scales`` (by 1 without ``undivided``) and
-        clipped to ``bound`` (their gather's bound without), in the background: read them after
-        :meth:`rows_written`."""
-        start = self._gathered_rows if undivided is None else undivided[0]
-        fused_rows.standardise(self.rows[:start], self.n_features, mean, scale, clip_norm)
-        if self.pending is not None:
-            X, order, bound, fill = self.pending
-            divisors = (np.ones(self.n_features), bound) if undivided is None else undivided[1:]
-            self._in_progress = fused_rows.gather_standardised(X, order, self.rows[start:], *divisors, mean, scale,
-                                                               clip_norm, fill, in_background=True)
-            self._first_in_progress = start
-            self.pending = None
-        elif start < self.rows.shape[0]:
-            fused_rows.divide_clip_and_standardise(self.rows[start:], self.n_features, *undivided[1:], mean, scale,
-                                                   clip_norm)
-
-
-class _ReferencePasses:
-    """The same passes over rows the fused kernels do not read: the rows of a Dask fit (lazy maps
-    and block sums, :mod:`skdpsco._dask`), CSR rows, or an array of another layout (the numpy
-    functions of this module, a block of rows at a time). ``rows`` holds the rows the solver will
-    read: rewritten in place in memory, the new lazy map of Dask rows."""
-
-    def __init__(self, rows, n_features: int, order=None):
-        self.in_memory = isinstance(rows, np.ndarray)
-        self.rows, self.n_features = rows, int(n_features)
-        self.features = rows[:, :n_features] if self.in_memory else rows
-        self.order = order  # the blocks' reading order of Dask rows (:func:`skdpsco._dask.stream_order`)
-
-    def rows_written(self, stop: int | None = None) -> None:
-        """Every row is written when a pass returns (:meth:`_FusedPasses.rows_written`)."""
-
-    def _replace(self, features) -> None:
-        self.features = features
-        if not self.in_memory:
-            self.rows = features
-
-    def row_norms(self) -> np.ndarray:
-        return row_norms(self.features)
-
-    def head(self, n_rows: int) -> "_ReferencePasses":
-        """The passes over the first ``n_rows`` rows (of an in-memory array: a view, in place; of
-        Dask rows, the leading blocks of their :attr:`order` that hold exactly ``n_rows`` rows,
-        :func:`skdpsco._dask.leading_blocks`: a new lazy map, these passes' rows unchanged)."""
-        if n_rows >= self.rows.shape[0]:
-            return self
-        if self.in_memory:
-            return _ReferencePasses(self.rows[:n_rows], self.n_features)
-        return _ReferencePasses(_dask().leading_blocks(self.rows, self.order, n_rows), self.n_features)
-
-    def magnitude_counts(self) -> np.ndarray:
-        return magnitude_counts(self.features)
-
-    def divide_and_clip(self, scales: np.ndarray, bound: float) -> None:
-        """Divide by the powers of two ``scales`` and clip to ``bound``; no sums (``None``): they
-        take a pass of their own where they are needed."""
-        divided = divide_by_powers_of_two(self.features, scales, out=self.features)
-        self._replace(clip_rows(divided, bound, out=divided))
-
-    def column_sums(self) -> np.ndarray:
-        return column_sums(self.features)
-
-    def centred_square_sums(self, mean: np.ndarray, clip: float) -> np.ndarray:
-        return centred_square_sums(self.features, mean, clip)
-
-    def standardise(self, mean: np.ndarray, scale: np.ndarray, clip_norm: float, undivided=None) -> None:
-        """As :meth:`_FusedPasses.standardise`. Dask rows: the :meth:`head` divided was a map of its
-        own, so all the rows are divided and clipped here (lazily, before the standardisation)."""
-        if undivided is not None and undivided[0] < self.rows.shape[0]:
-            rest = _ReferencePasses(self.rows[undivided[0]:], self.n_features) if self.in_memory else self
-            rest.divide_and_clip(*undivided[1:])
-        if self.in_memory:
-            standardise_rows(self.features, mean, scale, clip_norm)
-        else:
-            self._replace(standardised(self.features, mean, scale, clip_norm))
-
-
 def feature_passes(rows, n_features: int, magnitude_counts: np.ndarray | None = None, pending=None, order=None):
-    """The passes of the scaling and of the private row bound over ``rows``, whose first
-    ``n_features`` columns are the features: the fused kernels for a fit's in-memory array, the
-    reference functions for any other layout (the one place the scaling branches on the layout
-    of the rows). ``magnitude_counts``: the histograms of the rows' orders of magnitude when the
-    pass that copied them counted them (:func:`~skdpsco.solvers._core.clipped_rows_in_order`).
-    ``pending``: rows still to be gathered (:class:`_FusedPasses`). ``order``: the reading order of
-    the blocks of Dask rows (:class:`_ReferencePasses`). Passes given are returned as they are."""
-    if isinstance(rows, (_FusedPasses, _ReferencePasses)):
-        return rows
-    if fused_rows.fused_layout(rows):
-        return _FusedPasses(rows, n_features, magnitude_counts, pending)
-    return _ReferencePasses(rows, n_features, order)
-
-
-def column_sums(rows) -> np.ndarray:
-    """``sum_i x_i``: the rows' column sums (one pass of block sums for a Dask array)."""
-    if is_dask(rows):
-        return _dask().block_sum(column_sums, rows)
-    return rows.sum(axis=0)
-
-
-def centred_square_sums(rows, mean: np.ndarray, clip: float, overwrite_rows: bool = False) -> np.ndarray:
-    """``sum_i u_i**2`` per feature, ``u_i = clip_C(x_i - mean)``, :data:`ROW_BLOCK` rows at a time
-    (one pass of block sums for a Dask array). With ``overwrite_rows`` (a Dask fit's mapped
-    sub-blocks) ``u_i`` is computed in ``rows`` itself: the same values, no temporary of the size
-    of a block (which a Dask worker's allocator returns to the system at every sub-block)."""
-    if is_dask(rows):  # the rows of a fit: their mapped sub-blocks, centred and clipped in place
-        return _dask().block_sum(centred_square_sums, rows, extra=(mean, clip, getattr(rows, "is_lazy_rows", False)))
-    squares = np.zeros(rows.shape[1])
-    for start in range(0, rows.shape[0], ROW_BLOCK):
-        if overwrite_rows:
-            block = rows[start:start + ROW_BLOCK]
-            clip_rows(np.subtract(block, mean, out=block), clip, out=block)
-        else:
-            block = clip_rows(rows[start:start + ROW_BLOCK] - mean, clip)
-        squares += np.einsum("ij,ij->j", block, block)
-    return squares
-
-
-def standardised(rows, mean: np.ndarray, scale: np.ndarray, clip_norm: float, out: np.ndarray | None = None):
-    """:func:`standardise_rows` on a copy, or in place in ``out`` when it is ``rows``; for the rows of
-    a Dask fit, composed with their earlier maps (:func:`skdpsco._dask.map_rows`, which applies
-    them to its own float64 copy of each source block, never to the caller's array)."""
-    if is_dask(rows):
-        return _dask().map_rows(rows, standardised, mean, scale, clip_norm)
-    if out is not rows:
-        rows = np.array(rows, dtype=np.float64)
-    standardise_rows(rows, mean, scale, clip_norm)
-    return rows
-
-
-def standardise_rows(rows: np.ndarray, mean: np.ndarray, scale: np.ndarray, clip_norm: float) -> None:
-    """In place: ``rows <- clip_C((rows - mean) / scale) / C`` (each row's norm at most 1)."""
-    rows -= mean
-    rows /= scale
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    rows *= (1.0 / np.maximum(norms, clip_norm))[:, None]
+    """The passes of the scaling and of the private row bound over ``rows``
+    (:func:`skdpsco.rows.feature_passes`), their histograms over this module's orders of magnitude
+    ``[-MAGNITUDE_RANGE, MAGNITUDE_RANGE]``."""
+    return fused_rows.feature_passes(rows, n_features, MAGNITUDE_RANGE, magnitude_counts, pending, order)
 
 
 def fold_scaling(coef: np.ndarray, intercept: np.ndarray, mean: np.ndarray, scale: np.ndarray,

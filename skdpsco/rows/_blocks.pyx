@@ -137,7 +137,7 @@ cdef inline double _divided_row(const double *row, double *quotient, Py_ssize_t 
 
     A row whose quotient would overflow is divided by a further power of two first, the same for
     all its entries (its direction is kept), so that its largest entry is about
-    ``2**OVERFLOW_SAFE_EXPONENT``: :func:`skdpsco.linear_model._scaling.divide_by_powers_of_two`.
+    ``2**OVERFLOW_SAFE_EXPONENT``: :func:`skdpsco.rows._dense.divide_by_powers_of_two`.
     Such a row, or one whose squares overflow, is the only one whose sum of squares is not finite,
     so only then are its entries checked, in a second pass."""
     cdef Py_ssize_t j
@@ -241,7 +241,7 @@ def divide_clip_and_standardise(double[:, ::1] rows, Py_ssize_t d, const int64_t
 
 def centred_square_sums(const double[:, ::1] rows, Py_ssize_t d, const double[::1] mean, double clip):
     """``sum_i u_i**2`` per feature of the block, ``u_i = clip_C(x_i - mean)`` over the first ``d``
-    columns (:func:`skdpsco.linear_model._scaling.centred_square_sums`); the rows are only read."""
+    columns (:func:`skdpsco.rows._dense.centred_square_sums`); the rows are only read."""
     cdef Py_ssize_t n = rows.shape[0], i, j
     cdef double factor, u
     if rows.shape[1] < d or mean.shape[0] != d:
@@ -311,7 +311,7 @@ def count_non_finite(const double[:, ::1] rows):
 
 def standardise(double[:, ::1] rows, Py_ssize_t d, const double[::1] mean, const double[::1] scale, double clip_norm):
     """In place, each row's first ``d`` entries ``z = (x - mean) / scale`` then ``z / max(||z||,
-    C)`` (:func:`skdpsco.linear_model._scaling.standardise_rows`: every row's norm at most 1)."""
+    C)`` (:func:`skdpsco.rows._dense.standardise_rows`: every row's norm at most 1)."""
     cdef Py_ssize_t n = rows.shape[0], i, j
     cdef double *row
     _check_standardisation(rows, d, mean, scale)

@@ -171,14 +171,9 @@ from scipy.special import gammaln
 from .. import _noise
 from ..accounting import gaussian_event, gaussian_noise_multiplier
 from ..geometry import CONSTRAINTS, dual_exponent, ftrl_step
-from ..rows import BLOCK_ROWS
+from ..rows import BLOCK_ROWS, iter_batches, layout_of
 from . import _core, tree
-from ._core import (
-    SolverResult,
-    projected_noisy_sgd,
-    row_norms,
-    rows_and_noise_rng,
-)
+from ._core import SolverResult, projected_noisy_sgd, rows_and_noise_rng
 
 if TYPE_CHECKING:
     from ._problem import Problem
@@ -300,7 +295,7 @@ def clipped_gradient(loss, clip_norm: float, l2_penalty: float = 0.0) -> _core.G
         z = X @ w.T
         derivative = np.asarray(loss.derivative(z, y), dtype=float)
         size = np.abs(derivative) if derivative.ndim == 1 else np.linalg.norm(derivative, axis=1)
-        size = size * row_norms(X)
+        size = size * layout_of(X).row_norms(X)
         scale = np.minimum(1.0, clip_norm / np.maximum(size, np.finfo(float).tiny))
         derivative = derivative * (scale if derivative.ndim == 1 else scale[:, None])
         return derivative.T @ X
@@ -779,7 +774,7 @@ def stream_steps(
     sizes = stream_batch_sizes(X.shape[0], plan.steps_per_call)
     steps = plan.steps(sizes, state.rows, state.squares, state.step)
     gradient = summed_gradient(clipped_gradient(problem.loss, plan.clip_norm, float(problem.l2_penalty)))
-    batches = _core.iter_batches(X, y, np.arange(X.shape[0]), sizes)
+    batches = iter_batches(X, y, np.arange(X.shape[0]), sizes)
     state.w = lazy_ftrl(gradient, batches, steps, state.prefix, plan.mirror_step, state.w)
     state.rows += int(sizes.sum())
     state.squares += int((sizes**2).sum())

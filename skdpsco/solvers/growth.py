@@ -108,7 +108,8 @@ import numpy as np
 
 from .._secure import noisy_release
 from ..accounting import gaussian_event, gaussian_noise_multiplier, pure_dp_event
-from ._core import SolverResult, iter_batches, margin_gradient, order_and_noise_rng, project_to_ball
+from ..rows import iter_batches
+from ._core import SolverResult, margin_gradient, order_and_noise_rng, project_to_ball
 from .erm import certified_iterations, certified_minimize
 from .phased import check_step_scale, freeze_arrays, validated_constants
 

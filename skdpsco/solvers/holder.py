@@ -71,7 +71,8 @@ from ..accounting import (
     wang_uniform_stability_bound,
 )
 from .._secure import noisy_release
-from ._core import SolverResult, iter_batches, margin_gradient, noisy_sgd_steps, project_to_ball
+from ..rows import iter_batches
+from ._core import SolverResult, margin_gradient, noisy_sgd_steps, project_to_ball
 
 if TYPE_CHECKING:
     from ._problem import Problem

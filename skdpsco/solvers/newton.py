@@ -143,16 +143,16 @@ from typing import TYPE_CHECKING
 
 import dp_accounting
 import numpy as np
-from scipy import sparse
 from scipy.optimize import brentq
 from scipy.special import expit, softmax
 
 from .. import rows as fused_rows
+from ..rows import layout_of
 from .._secure import noisy_release
 from ..accounting import epsilon_of, gaussian_event, gaussian_noise_multiplier
 from ..losses import LogisticLoss, MultinomialLogisticLoss, PowerLoss, WeightedLoss
 from .._noise import release_noise
-from ._core import SolverResult, _dask, csr_row_block, is_dask, project_to_ball, scale_sparse_rows, with_constant_column
+from ._core import SolverResult, project_to_ball
 from .noisy_gd import _NOISE_SAFETY  # the same round-up of a closed-form noise level
 
 if TYPE_CHECKING:
@@ -350,11 +350,11 @@ def loss_derivatives(w: np.ndarray, X: np.ndarray, y: np.ndarray, loss, hessian:
     :class:`~skdpsco.losses.WeightedLoss` (``y`` its :func:`~skdpsco.losses.weighted_targets`) each
     row's Hessian is multiplied by its weight, as its gradient is. ``intercept``: the value of a
     last column of the CSR rows ``X`` that they do not store (:func:`summed_loss_derivatives`)."""
-    if is_dask(X):  # one pass of per-block sums (:mod:`skdpsco._dask`), on sub-blocks it may overwrite
-        overwrite = getattr(X, "is_lazy_rows", False)  # the rows of a fit: each sub-block is mapped anew
-        gradient, total = _dask().block_sum(summed_loss_derivatives, X, y, extra=(w, loss, hessian, overwrite))
-    else:
-        gradient, total = summed_loss_derivatives(X, y, w, loss, hessian, intercept=intercept)
+    # one pass of per-block sums (the rows' layout: in memory, one call), on blocks it may overwrite
+    # where they are its own copies (a Dask fit's rows: each sub-block is mapped anew)
+    layout = layout_of(X)
+    gradient, total = layout.block_sum(summed_loss_derivatives, X, y,
+                                       extra=(w, loss, hessian, layout.owns_blocks(X), intercept))
     n = X.shape[0]
     return gradient / n, (total / n if hessian else None)
 
@@ -376,11 +376,12 @@ def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool, overwrite_
     plus ``intercept w_p`` (scipy adds the row's last entry last), the gradient's last entry the
     running sum of ``intercept phi'`` over the rows in order (scipy's order), the Hessian
     :func:`skdpsco.rows.sparse_scaled_gram`'s with the column."""
-    if intercept is not None and not sparse.issparse(X):
+    layout = layout_of(X)
+    if intercept is not None and not layout.unstored_columns:
         raise ValueError("intercept= is the unstored last column of CSR rows; dense rows store their own.")
     weighted = isinstance(loss, WeightedLoss)
     code = _compiled_loss(loss, w)
-    if code is not None and fused_rows.fused_layout(X):
+    if code is not None and layout.fused(X):
         labels, weights = (y["y"], y["weight"]) if weighted else (y, None)
         return fused_rows.loss_derivatives(X, labels, w, code, weights, hessian)
     gradient = np.zeros(w.shape)
@@ -388,7 +389,7 @@ def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool, overwrite_
     features = w if intercept is None else w[..., :-1]
     for start in range(0, X.shape[0], HESSIAN_BLOCK):
         rows = slice(start, min(start + HESSIAN_BLOCK, X.shape[0]))
-        X_block, y_block = csr_row_block(X, rows) if sparse.issparse(X) else X[rows], y[rows]
+        X_block, y_block = layout.row_block(X, rows), y[rows]
         margins = X_block @ features.T
         if intercept is not None:
             margins += intercept * w[..., -1]
@@ -400,7 +401,7 @@ def summed_loss_derivatives(X, y, w: np.ndarray, loss, hessian: bool, overwrite_
             gradient[..., -1] += np.cumsum(intercept * derivatives, axis=0)[-1]  # in the rows' order, as scipy's
         if hessian:
             _add_hessian(total, margins, X_block, y_block["weight"] if weighted else None, loss, overwrite_rows,
-                         intercept)
+                         intercept, layout)
     return gradient, total
 
 
@@ -417,7 +418,7 @@ def _compiled_loss(loss, w: np.ndarray) -> int | None:
 
 
 def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weights: np.ndarray | None, loss,
-                 overwrite_rows: bool = False, intercept: float | None = None) -> None:
+                 overwrite_rows: bool = False, intercept: float | None = None, layout=None) -> None:
     """Add the summed loss Hessians of the rows ``X`` with ``margins`` to ``total`` (logistic and
     squared loss: ``X^T diag(c phi'') X``, one symmetric rank-``k`` update, ``phi'' = sigma(z)
     sigma(-z)`` or 2; multinomial: the blocks ``(k, l)`` of ``X^T diag(c s_k (delta_kl - s_l)) X``,
@@ -425,38 +426,26 @@ def _add_hessian(total: np.ndarray, margins: np.ndarray, X: np.ndarray, row_weig
     ``overwrite_rows`` (dense ``X``) the binary losses scale ``X`` in place; of a CSR ``X`` they
     sum the scaled rows' outer products in place of a scaled copy (:func:`skdpsco.rows.sparse_scaled_gram`),
     with ``intercept`` the value of a last column the CSR rows do not store (the multinomial
-    Hessian's blocks read a copy of the rows with that column, a block's worth)."""
+    Hessian's blocks read a copy of the rows with that column, a block's worth). ``layout``: that of
+    ``X`` (:func:`skdpsco.rows.layout_of`; ``None``: found here)."""
+    layout = layout_of(X) if layout is None else layout
     c = 1.0 if row_weights is None else np.asarray(row_weights, dtype=np.float64)
     if margins.ndim == 1:
         curvature = np.full(X.shape[0], 2.0) if is_squared_loss(loss) else expit(margins) * expit(-margins)
         factors = np.sqrt(c * curvature)
-        if sparse.issparse(X):  # scipy's S.T @ S, without its copies of the rows
-            total += fused_rows.sparse_scaled_gram(X, factors, intercept)
-            return
-        scaled = np.multiply(X, factors[:, None], out=X) if overwrite_rows else X * factors[:, None]
-        total += scaled.T @ scaled  # A.T @ A: numpy calls the symmetric BLAS update
+        total += layout.scaled_gram(X, factors, overwrite_rows, intercept)
         return
     if intercept is not None:
-        X = with_constant_column(X, intercept)
+        X = layout.with_constant_column(X, intercept)
     n_classes, p = margins.shape[1], X.shape[1]
     probabilities = softmax(margins, axis=1)
     for k in range(n_classes):
         for l in range(k, n_classes):
             weights = c * probabilities[:, k] * (float(k == l) - probabilities[:, l])
-            block = _dense(_rows_times(X, weights).T @ X)
+            block = layout.weighted_gram(X, weights)
             total[k * p : (k + 1) * p, l * p : (l + 1) * p] += block
             if l != k:
                 total[l * p : (l + 1) * p, k * p : (k + 1) * p] += block.T
-
-
-def _rows_times(X, factors: np.ndarray):
-    """``diag(factors) @ X`` for a dense or a CSR ``X`` (a new matrix of ``X``'s kind)."""
-    return scale_sparse_rows(X, factors) if sparse.issparse(X) else X * factors[:, None]
-
-
-def _dense(matrix) -> np.ndarray:
-    """A Hessian block as a dense array (the product of CSR rows is a sparse matrix)."""
-    return matrix.toarray() if sparse.issparse(matrix) else matrix
 
 
 def _without_class_mean(gradient: np.ndarray, n_classes: int) -> np.ndarray:

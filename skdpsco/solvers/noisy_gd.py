@@ -73,7 +73,8 @@ from ..accounting import (
     zcdp_event,
 )
 from ..defaults import noisy_gd_schedule
-from ._core import SolverResult, full_batches, kernel_loss, projected_noisy_sgd
+from ..rows import full_batches
+from ._core import SolverResult, kernel_loss, projected_noisy_sgd
 
 if TYPE_CHECKING:
     from ._problem import Problem
@@ -202,7 +203,7 @@ def plan_descent(plan: NoisyGDPlan, X, y, problem: Problem, n_steps: int, w0, no
                  intercept: float | None = None):
     """``n_steps`` full-batch steps of ``plan`` from ``w0`` on the shared core: the last iterate, or
     with ``average`` the mean of the points at which the gradients were taken. ``intercept``: the
-    value of a last column of CSR rows ``X`` that they do not store (:func:`~._core.full_batches`)."""
+    value of a last column of CSR rows ``X`` that they do not store (:func:`skdpsco.rows.full_batches`)."""
     return projected_noisy_sgd(
         problem.gradient(),
         full_batches(X, y, n_steps, intercept),

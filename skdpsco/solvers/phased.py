@@ -492,7 +492,7 @@ def run_phased_sgd(
 
     ``X`` is in memory, or the rows of a Dask fit, streamed a block at a time in a data-independent
     block-level ``order`` (:func:`~skdpsco.solvers._core.rows_and_noise_rng`). ``rows_written``: rows
-    of ``X`` still being written, read as they are (:class:`~skdpsco.solvers._core.ArrayRows`)."""
+    of ``X`` still being written, read as they are (:class:`~skdpsco.rows.ArrayRows`)."""
     source, noise_rng = rows_and_noise_rng(X, y, plan.n_samples, rng, order, rows_written)
     radius = float(problem.radius)
     solve = _sgd_solver(plan, source, margin_gradient(problem.loss, problem.l2_penalty), radius, noise_rng)

@@ -66,7 +66,8 @@ from ..accounting import (
     epsilon_of,
     zcdp_event,
 )
-from ._core import SolverResult, margin_gradient, projected_noisy_sgd, row_source
+from ..rows import row_source
+from ._core import SolverResult, margin_gradient, projected_noisy_sgd
 
 __all__ = ["MultiPassPNSGD", "PNSGD", "PNSGDPlan", "SkipPNSGD", "StopPNSGD"]
 
@@ -291,7 +292,7 @@ def _check_plan(plan: PNSGDPlan, solver, X) -> None:
 def _rows_and_generators(plan: PNSGDPlan, X, y, rng: np.random.Generator, order) -> tuple:
     """``(source, schedule_rng, noise_rng)``: the row source in the order (a uniformly random
     permutation, the given public ``order``, or for Dask rows a block-level order,
-    :func:`~skdpsco.solvers._core.row_source`) and independent children for the schedule
+    :func:`~skdpsco.rows.row_source`) and independent children for the schedule
     (``t0``) and the noise (D16)."""
     order_rng, schedule_rng, noise_rng = _generators(rng)
     return row_source(X, y, plan.n_samples, order_rng, order), schedule_rng, noise_rng

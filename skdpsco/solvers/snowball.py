@@ -211,7 +211,7 @@ def run_snowball(
     for every fixed order, ``feldman.md`` pitfall D5; audits use it to place the differing row
     in the worst batch). The noise comes from an independent child generator (pitfall D16).
     ``rows_written``: rows of ``X`` still being written, read as they are
-    (:class:`~skdpsco.solvers._core.ArrayRows`).
+    (:class:`~skdpsco.rows.ArrayRows`).
     """
     source, noise_rng = rows_and_noise_rng(X, y, int(plan.batch_sizes.sum()), rng, order, rows_written)
     coef = projected_noisy_sgd(
