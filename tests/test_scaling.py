@@ -113,7 +113,7 @@ def test_standardised_rows_are_bounded_and_folding_is_exact_on_unclipped_rows():
     mean, scale = rows.mean(axis=0), rows.std(axis=0)
     clip_norm = 3.0
     standardised = rows.copy()
-    DENSE.standardise_rows(standardised, mean, scale, clip_norm)
+    DENSE.standardised(standardised, mean, scale, clip_norm, out=standardised)
     assert np.linalg.norm(standardised, axis=1).max() <= 1 + 1e-12
     coef, intercept = rng.normal(size=(2, 4)), rng.normal(size=2)
     folded, shifted = scaling.fold_scaling(coef, intercept, mean, scale, clip_norm)

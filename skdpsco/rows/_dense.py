@@ -113,7 +113,6 @@ class DenseRows(InMemoryRows):
     clip_rows = staticmethod(clip_rows)
     divide_by_powers_of_two = staticmethod(divide_by_powers_of_two)
     standardised = staticmethod(standardised)
-    standardise_rows = staticmethod(standardise_rows)
     centred_square_sums = staticmethod(centred_square_sums)
     column_sums = staticmethod(column_sums)
 
