@@ -6,8 +6,9 @@ sparse matrices, :mod:`skdpsco.rows._csr`) or the Dask layout that :mod:`skdpsco
 each has the same methods (the clip, the norms, the copy in a random order, the division by
 powers of two, the histograms of orders of magnitude, the moments, the standardisation, the block
 sums of gradients and Hessians, the row source of the one-pass solvers), so that the code above
-calls methods and never asks for the layout. These modules and the three layouts are the only
-places that branch on it.
+calls methods. The solvers and the releases never test the layout (the compiled SGD loop is bound
+by its name, one binding per in-memory layout); the estimators read only its name, for their
+public plan, and whether the input is lazy, to validate it.
 
 A fit copies its in-memory rows once, clipped, in a random order, into one C-contiguous float64
 array (:meth:`~skdpsco.rows._memory.InMemoryRows.clipped_rows_in_order`); the releases before
