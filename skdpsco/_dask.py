@@ -565,7 +565,8 @@ class DaskRows:
     """The Dask layout of the rows (:func:`skdpsco.rows.layout_of`): the methods of the in-memory
     layouts on :class:`Rows` and Dask arrays, each a lazy per-row map (:func:`map_rows`, composed
     with the rows' earlier maps, nothing read) or one pass of block sums (:func:`block_sum`), the
-    maps and the statistics those of the dense layout on each block."""
+    maps and the statistics those of the dense layout on each block. The maps take the in-memory
+    layouts' ``out`` and ``in_place`` and have no use for them: a lazy map writes nothing."""
 
     name = "dask"
     lazy = True

@@ -13,7 +13,7 @@ from skdpsco.losses import LogisticLoss
 from skdpsco.smoothing import smooth
 from skdpsco.solvers import ALGORITHMS, Problem, select_algorithm
 from skdpsco.solvers import _core as core
-from skdpsco.rows import CSR, DENSE, RowBatches, _csr, csr_row_block, layout_of
+from skdpsco.rows import CSR, DENSE, RowBatches, _csr, csr_row_block, full_batches, layout_of
 
 
 def sparse_data(n=240, d=16, seed=0):
@@ -414,3 +414,21 @@ def test_a_sparse_fit_of_short_rows_holds_its_copy_and_little_more():
     csr = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
     for estimator, labels in ((DPLogisticRegression, y), (DPHingeSVM, y), (DPLpRegression, X[:, 0])):
         assert traced_peak_over_X(estimator, csr, labels) < 1.3, estimator.__name__
+
+
+def test_dense_rows_refuse_an_unstored_intercept_column_on_every_path():
+    # only CSR rows carry an intercept column they do not store: full batches, Newton's passes and
+    # the compiled loop over dense rows each refuse one instead of reading rows without it
+    from skdpsco.solvers.newton import summed_loss_derivatives
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 3)), rng.choice([-1.0, 1.0], size=30)
+    with pytest.raises(ValueError, match="dense rows store their own"):
+        full_batches(X, y, 2, intercept=1.0)
+    with pytest.raises(ValueError, match="dense rows store their own"):
+        summed_loss_derivatives(X, y, np.zeros(4), LogisticLoss(), True, intercept=1.0)
+    batches = RowBatches(X, y, None, np.full(2, 30), cycle=True, intercept=1.0, layout=DENSE)
+    assert core.uses_kernel(core.margin_gradient(LogisticLoss()), batches, np.zeros(4))
+    with pytest.raises(ValueError, match="dense rows store their own"):
+        core.projected_noisy_sgd(core.margin_gradient(LogisticLoss()), batches, np.full(2, 0.1), np.zeros(2),
+                                 np.zeros(4), None, np.random.default_rng(0))

@@ -350,7 +350,9 @@ def kernel_targets(targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _dense_sgd_loop(arrays: tuple, w: np.ndarray, sizes: np.ndarray, intercept: float | None = None):
     """The compiled loop over a dense ``X`` (:func:`~skdpsco.solvers._kernel.run_steps`) and its work
-    buffer, a gradient of the size of ``w``."""
+    buffer, a gradient of the size of ``w``. Dense rows store their intercept column."""
+    if intercept is not None:
+        raise ValueError("intercept= is the unstored last column of CSR rows; dense rows store their own.")
     return partial(_kernel.run_steps, *arrays), np.empty_like(w)
 
 
