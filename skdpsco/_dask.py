@@ -56,7 +56,7 @@ import dask.array as da
 import numpy as np
 
 from .linear_model._scaling import _HALF_OCTAVE
-from .rows import DENSE, RowBatches, register_lazy_layout
+from .rows import DENSE, RowBatches, powers_of_two, register_lazy_layout
 from .rows import _maps
 
 _COMPILED_MAPS = {"clip": DENSE.clip_rows, "divide": DENSE.divide_by_powers_of_two, "standardise": DENSE.standardised}
@@ -193,7 +193,7 @@ def _program(maps: tuple) -> tuple | None:
         elif function is _COMPILED_MAPS["divide"]:
             codes.append(_maps.DIVIDE_COLUMNS)
             scalars.append(0.0)
-            vectors.append(np.ldexp(1.0, -np.rint(np.log2(args[0])).astype(np.int64)))
+            vectors.append(powers_of_two(args[0])[1])
         elif function is _COMPILED_MAPS["standardise"]:
             mean, scale, clip_norm = args
             codes.append(_maps.STANDARDISE_ROWS)

@@ -168,9 +168,8 @@ def divide_by_powers_of_two(X, scales: np.ndarray, out=None):
     ``out`` is ``X``, else on a copy; a block of rows at a time, each block's quotients computed
     before any of its entries is overwritten (in place: ``X``'s own arrays, temporaries of a
     block's size)."""
-    exponents = np.rint(np.log2(scales)).astype(np.int64)
+    exponents, factors = _fused.powers_of_two(scales)
     out = X if out is X else X.copy()
-    factors = np.ldexp(1.0, -exponents)
     for rows, entries in sparse_row_blocks(X):
         columns = X.indices[entries]
         with np.errstate(over="ignore"):  # no warning: it would tell that some row overflowed

@@ -52,12 +52,11 @@ def divide_by_powers_of_two(X: np.ndarray, scales: np.ndarray, out: np.ndarray |
 
     Exact: a product by a power of two only changes the exponent (correctly rounded, as
     ``np.ldexp``, where the result is subnormal)."""
-    exponents = np.rint(np.log2(scales)).astype(np.int64)
+    exponents, factors = _fused.powers_of_two(scales)
     shrinking = exponents < 0  # only a division by a power below 1 can overflow
     limits = np.ldexp(1.0, 1023 + exponents[shrinking])
     overflowing = (np.abs(X[:, shrinking]) >= limits).any(axis=1)
     rows = np.array(X[overflowing], dtype=float)  # before an in-place division overwrites them
-    factors = np.ldexp(1.0, -exponents)  # a product by a power of two is exact, like ldexp, and faster
     with np.errstate(over="ignore"):  # no warning either: it would tell that some row overflowed
         out = np.multiply(X, factors, out=out)
     if rows.size:

@@ -70,12 +70,14 @@ def divide_clip_and_sum(rows: np.ndarray, n_features: int, scales: np.ndarray, b
     """In place: the first ``n_features`` columns divided by the powers of two ``scales`` (without
     overflow, :func:`skdpsco.rows._dense.divide_by_powers_of_two`), each row clipped to
     ``l2`` norm ``bound``; returns the column sums of the result. One pass."""
-    parts = _over_blocks(_blocks.divide_clip_and_sum, rows, int(n_features), *_powers_of_two(scales), float(bound))
+    parts = _over_blocks(_blocks.divide_clip_and_sum, rows, int(n_features), *powers_of_two(scales), float(bound))
     return _block_sum(parts, n_features)
 
 
-def _powers_of_two(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(e, 2.0**-e)`` for the powers of two ``scales = 2**e``: the kernels' divisors."""
+def powers_of_two(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(e, 2.0**-e)`` for the powers of two ``scales = 2**e``: the divisors of every division by
+    powers of two (the fused kernels, the dense and CSR references, the Dask blocks' compiled map),
+    a product by ``2.0**-e`` being exact."""
     exponents = np.rint(np.log2(scales)).astype(np.int64)
     return exponents, np.ldexp(1.0, -exponents)
 
@@ -102,7 +104,7 @@ def divide_clip_and_standardise(rows: np.ndarray, n_features: int, scales: np.nd
     divided, clipped and standardised while it is in cache; the same values as the two passes)."""
     mean = np.ascontiguousarray(mean, dtype=np.float64)
     scale = np.ascontiguousarray(scale, dtype=np.float64)
-    _over_blocks(_blocks.divide_clip_and_standardise, rows, int(n_features), *_powers_of_two(scales), float(bound),
+    _over_blocks(_blocks.divide_clip_and_standardise, rows, int(n_features), *powers_of_two(scales), float(bound),
                  mean, scale, float(clip_norm), balanced=True)
 
 
@@ -120,7 +122,7 @@ def gather_standardised(X: np.ndarray, order: np.ndarray, out: np.ndarray, scale
     order = np.ascontiguousarray(order, dtype=np.intp)
     mean = np.ascontiguousarray(mean, dtype=np.float64)
     scale = np.ascontiguousarray(scale, dtype=np.float64)
-    exponents, factors = _powers_of_two(scales)
+    exponents, factors = powers_of_two(scales)
     block_rows = balanced_block_rows(order.size)
 
     def run(start: int) -> None:
